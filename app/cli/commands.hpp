@@ -1,0 +1,30 @@
+// The terminal commands. Each adds itself to the application; bad input throws UserError,
+// which main turns into one sentence on stderr and exit status 2.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "app/common/parse.hpp"
+
+namespace dql::cli {
+
+struct UserError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+template <class T>
+T take(front::Parsed<T> p) {
+  if (auto* msg = std::get_if<std::string>(&p)) throw UserError(*msg);
+  return std::get<T>(p);
+}
+
+void add_recipes(CLI::App& app);
+void add_explain(CLI::App& app);
+void add_tour(CLI::App& app);
+void add_lop3(CLI::App& app);
+void add_prmt(CLI::App& app);
+
+}  // namespace dql::cli

@@ -1,0 +1,52 @@
+#include "parse.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace dql::front {
+
+Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max_digits) {
+  std::string_view s = text;
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
+  const std::string example = max_digits >= 8 ? "0x76543210" : max_digits >= 4 ? "0x5250" : "0x1";
+  uint64_t v = 0;
+  int digits = 0;
+  for (char c : s) {
+    if (c == '_' || c == ' ') continue;
+    if (!std::isxdigit(static_cast<unsigned char>(c))) {
+      return fmt::format("{} '{}' is not a hex number: '{}' is not a hex digit (use 0-9 and a-f, e.g. {})",
+                         what, text, c, example);
+    }
+    ++digits;
+    if (digits > max_digits) {
+      return fmt::format("{} '{}' has more than {} hex digits: it must fit in {} bits (e.g. {})", what,
+                         text, max_digits, 4 * max_digits, example);
+    }
+    v = (v << 4) | static_cast<uint64_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                                                     : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10);
+  }
+  if (digits == 0) {
+    return fmt::format("{} is empty: give up to {} hex digits, e.g. {}", what, max_digits, example);
+  }
+  return static_cast<uint32_t>(v);
+}
+
+Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double d = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) {
+    return fmt::format("{} '{}' is not a number: give a decimal such as 1.0 or 0.0375", what, text);
+  }
+  if (!std::isfinite(d) || d < 0.0 || d > 3.4028234663852886e38) {
+    return fmt::format("{} '{}' is out of range: it must be a finite fp32 value >= 0", what, text);
+  }
+  return static_cast<float>(d);
+}
+
+}  // namespace dql::front

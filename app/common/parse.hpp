@@ -1,0 +1,27 @@
+// Reading what the user types: registers in hex, selectors, numbers. Every failure is a
+// sentence that says what was wrong and what is accepted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace dql::front {
+
+template <class T>
+using Parsed = std::variant<T, std::string>;  // the value, or the sentence to show
+
+template <class T>
+bool ok(const Parsed<T>& p) {
+  return std::holds_alternative<T>(p);
+}
+
+// Up to `max_digits` hex digits, with or without 0x; '_' and ' ' may group digits.
+// `what` names the value in the message ("--input", "the selector").
+Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max_digits = 8);
+
+// A finite, non-negative decimal number (e.g. a block's absmax).
+Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what);
+
+}  // namespace dql::front

@@ -1,0 +1,215 @@
+// The GPU suite: the primitives and every recipe compiled for the device must give the host's
+// bits, on 2^26 inputs each. Without a GPU it says so and reports itself skipped (exit 77).
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "gpu_kernels.hpp"
+#include "kernels/bits/arith.hpp"
+#include "kernels/bits/lop3.hpp"
+#include "kernels/bits/prmt.hpp"
+#include "kernels/recipes/catalog.hpp"
+
+using namespace dql;
+using gpu_test::Prim;
+
+namespace {
+
+// Inputs per primitive and per recipe: 2^26, or 2^DQL_GPU_TEST_LOG2 (a shorter run under
+// compute-sanitizer).
+size_t kInputs = size_t{1} << 26;
+constexpr size_t kChunk = size_t{1} << 24;
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Runs f(begin, end) over [0, n) on every core.
+void parallel_for(size_t n, const std::function<void(size_t, size_t)>& f) {
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::thread> pool;
+  const size_t step = (n + threads - 1) / threads;
+  for (size_t t = 0; t < threads; ++t) {
+    const size_t b = t * step, e = std::min(n, b + step);
+    if (b < e) pool.emplace_back(f, b, e);
+  }
+  for (auto& th : pool) th.join();
+}
+
+// Random registers; for float operands half of them share the exponent of `a` (close
+// magnitudes: cancellation, ties) and some are specials.
+struct Operands {
+  std::vector<uint32_t> a, b, c;
+};
+Operands make_operands(uint64_t stream, size_t base, size_t n) {
+  Operands o{std::vector<uint32_t>(n), std::vector<uint32_t>(n), std::vector<uint32_t>(n)};
+  parallel_for(n, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) {
+      const uint64_t r = splitmix((stream << 40) ^ (base + i));
+      const uint64_t s = splitmix(r);
+      uint32_t a = static_cast<uint32_t>(r), b = static_cast<uint32_t>(r >> 32), c = static_cast<uint32_t>(s);
+      if (s & (1ull << 40)) b = (a & 0xFC00FC00u) ^ (b & 0x83FF83FFu);  // fp16 lanes near a's
+      if (s & (1ull << 41)) c = (a & 0xFF80FF80u) ^ (c & 0x807F807Fu);  // bf16 lanes near a's
+      if ((s >> 42) % 64 == 0) a = (s & (1ull << 48)) ? 0x7C00FC00u : 0x7FFF0000u;  // inf, NaN, zero
+      o.a[i] = a, o.b[i] = b, o.c[i] = c;
+    }
+  });
+  return o;
+}
+
+uint32_t host_primitive(Prim p, uint32_t param, uint32_t a, uint32_t b, uint32_t c) {
+  switch (p) {
+    case Prim::Lop3: return bits::soft_lop3(a, b, c, param);
+    case Prim::Prmt: return bits::soft_prmt(a, b, c, static_cast<bits::PrmtMode>(param));
+    case Prim::AddF16x2: return bits::soft_add_f16x2(a, b);
+    case Prim::SubF16x2: return bits::soft_sub_f16x2(a, b);
+    case Prim::MulF16x2: return bits::soft_mul_f16x2(a, b);
+    case Prim::FmaF16x2: return bits::soft_fma_f16x2(a, b, c);
+    case Prim::FmaBF16x2: return bits::soft_fma_bf16x2(a, b, c);
+    case Prim::SubF32: return bits::soft_sub_f32(a, b);
+    case Prim::MulF32: return bits::soft_mul_f32(a, b);
+    case Prim::CvtF16F32: return bits::soft_cvt_f16_f32(a);
+    case Prim::CvtF16x2F32: return bits::soft_cvt_f16x2_f32(a, b);
+    case Prim::CvtF16S32: return bits::soft_cvt_f16_s32(static_cast<int32_t>(a));
+  }
+  return 0;
+}
+
+struct Mismatches {
+  std::atomic<size_t> count{0};
+  std::atomic<size_t> first{SIZE_MAX};
+  void note(size_t i) {
+    ++count;
+    size_t f = first.load();
+    while (i < f && !first.compare_exchange_weak(f, i)) {
+    }
+  }
+};
+
+// Compares `n` device results per parameter against the host, chunk by chunk.
+size_t check_primitive(const char* name, Prim p, uint32_t param, size_t n, uint64_t stream) {
+  size_t bad = 0;
+  for (size_t base = 0; base < n; base += kChunk) {
+    const size_t m = std::min(kChunk, n - base);
+    const Operands o = make_operands(stream, base, m);
+    std::vector<uint32_t> got(m);
+    const std::string err = gpu_test::run_primitive(p, param, o.a.data(), o.b.data(), o.c.data(), m, got.data());
+    REQUIRE_MESSAGE(err.empty(), err);
+    Mismatches mm;
+    parallel_for(m, [&](size_t lo, size_t hi) {
+      for (size_t i = lo; i < hi; ++i) {
+        if (got[i] != host_primitive(p, param, o.a[i], o.b[i], o.c[i])) mm.note(i);
+      }
+    });
+    if (mm.count) {
+      const size_t i = mm.first;
+      std::printf("  %s (param 0x%x): a=0x%08x b=0x%08x c=0x%08x device 0x%08x host 0x%08x\n", name, param,
+                  o.a[i], o.b[i], o.c[i], got[i], host_primitive(p, param, o.a[i], o.b[i], o.c[i]));
+    }
+    bad += mm.count;
+  }
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("device primitives equal the host emulation bit for bit") {
+  struct Row {
+    const char* name;
+    Prim p;
+  };
+  const Row rows[] = {{"add.rn.f16x2", Prim::AddF16x2},   {"sub.rn.f16x2", Prim::SubF16x2},
+                      {"mul.rn.f16x2", Prim::MulF16x2},   {"fma.rn.f16x2", Prim::FmaF16x2},
+                      {"fma.rn.bf16x2", Prim::FmaBF16x2}, {"sub.rn.f32", Prim::SubF32},
+                      {"mul.rn.f32", Prim::MulF32},       {"cvt.rn.f16.f32", Prim::CvtF16F32},
+                      {"cvt.rn.f16x2.f32", Prim::CvtF16x2F32}, {"cvt.rn.f16.s32", Prim::CvtF16S32}};
+  uint64_t stream = 1;
+  for (const Row& r : rows) {
+    const size_t bad = check_primitive(r.name, r.p, 0, kInputs, stream++);
+    std::printf("%-18s %zu inputs, %zu mismatches\n", r.name, kInputs, bad);
+    CHECK_MESSAGE(bad == 0, r.name);
+  }
+  size_t bad = 0;
+  for (uint32_t lut = 0; lut < 256; ++lut) bad += check_primitive("lop3.b32", Prim::Lop3, lut, kInputs / 256, stream);
+  std::printf("%-18s %zu inputs (all 256 immLut), %zu mismatches\n", "lop3.b32", kInputs, bad);
+  CHECK(bad == 0);
+  ++stream;
+  bad = 0;
+  for (uint32_t mode = 0; mode < 7; ++mode) bad += check_primitive("prmt.b32", Prim::Prmt, mode, kInputs / 8, stream);
+  std::printf("%-18s %zu inputs (generic and 6 modes), %zu mismatches\n", "prmt.b32", kInputs / 8 * 7, bad);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("every recipe on the device equals the host, 2^26 registers each") {
+  for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
+    const recipes::RecipeSpec& spec = *info.spec;
+    const size_t regs_out = static_cast<size_t>(spec.out_regs);
+    size_t bad = 0, ref_bad = 0;
+    for (size_t base = 0; base < kInputs; base += kChunk) {
+      const size_t m = std::min(kChunk, kInputs - base);
+      std::vector<uint32_t> in(m), absmax(m), got(m * regs_out);
+      parallel_for(m, [&](size_t lo, size_t hi) {
+        for (size_t i = lo; i < hi; ++i) {
+          const uint64_t r = splitmix(0xABCDull ^ ((base + i) * 0x100000001B3ull) ^ static_cast<uint64_t>(spec.id) << 56);
+          in[i] = static_cast<uint32_t>(r);
+          // Positive fp32 scales from 2^-24 to 2^16: subnormal to overflowing fp16 results.
+          absmax[i] = ((103u + static_cast<uint32_t>((r >> 32) % 41u)) << 23) | static_cast<uint32_t>((r >> 40) & 0x7FFFFFu);
+        }
+      });
+      const std::string err = gpu_test::run_recipe(spec.id, in.data(), spec.has_absmax ? absmax.data() : nullptr, m, got.data());
+      REQUIRE_MESSAGE(err.empty(), err);
+      Mismatches mm, mref;
+      parallel_for(m, [&](size_t lo, size_t hi) {
+        uint32_t host[4];
+        for (size_t i = lo; i < hi; ++i) {
+          const uint32_t regs[2] = {in[i], spec.has_absmax ? absmax[i] : 0x3F800000u};
+          recipes::run_plain(spec.id, regs, host);
+          if (!std::equal(host, host + regs_out, got.data() + i * regs_out)) mm.note(i);
+          if (i % 64 == 0) {  // and a sample against the integer reference directly
+            const auto want = recipes::reference_outputs(spec, recipes::Inputs{regs[0], regs[1]});
+            const std::vector<uint32_t> dev(got.data() + i * regs_out, got.data() + (i + 1) * regs_out);
+            for (int e = 0; e < spec.elems; ++e) {
+              if (recipes::output_bits(dev, e) != want[static_cast<size_t>(e)].bits) mref.note(i);
+            }
+          }
+        }
+      });
+      if (mm.count) std::printf("  %s: first mismatch at input 0x%08x\n", spec.name, in[mm.first]);
+      bad += mm.count;
+      ref_bad += mref.count;
+    }
+    std::printf("%-18s %zu registers, %zu differ from the host, %zu sampled differ from the reference\n",
+                spec.name, kInputs, bad, ref_bad);
+    CHECK_MESSAGE(bad == 0, spec.name);
+    CHECK_MESSAGE(ref_bad == 0, spec.name);
+  }
+}
+
+int main(int argc, char** argv) {
+  const std::string problem = gpu_test::device_problem();
+  if (!problem.empty()) {
+    std::printf("GPU suite skipped: %s. The CPU suites cover the same cases on the host.\n", problem.c_str());
+    return 77;
+  }
+  if (const char* e = std::getenv("DQL_GPU_TEST_LOG2")) {
+    const int log2 = std::atoi(e);
+    if (log2 < 10 || log2 > 32) {
+      std::printf("DQL_GPU_TEST_LOG2=%s is out of range: use 10 to 32\n", e);
+      return 2;
+    }
+    kInputs = size_t{1} << log2;
+  }
+  std::printf("GPU suite on %s, %zu inputs per case\n", gpu_test::device_description().c_str(), kInputs);
+  doctest::Context ctx(argc, argv);
+  return ctx.run();
+}
