@@ -1,0 +1,56 @@
+# Shared by scripts/run and scripts/test: makes sure the Debian packages and the CUDA toolkit
+# are there, then configures and builds into build/. Sourced, not run.
+#
+# Settings (environment):
+#   DQL_CUDA_ARCHS  CUDA architectures, e.g. 90 (default: 75;80;86;89;90)
+#   DQL_BUILD_GUI   ON (default) or OFF to build everything but the desktop app
+#   DQL_BUILD_DIR   build directory (default: build)
+
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+gui="${DQL_BUILD_GUI:-ON}"
+build_dir="${DQL_BUILD_DIR:-build}"
+
+packages=(cmake ninja-build g++ pkg-config libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
+          libstb-dev libmpfr-dev)
+if [[ "$gui" == "ON" ]]; then
+  packages+=(libimgui-dev libglfw3-dev python3-glad)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
+    missing+=("$p")
+  fi
+done
+if (( ${#missing[@]} )); then
+  if [[ "$(id -u)" == "0" ]]; then
+    echo "Installing missing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "Dequant Lab needs these Debian packages, which are not installed:" >&2
+    echo "  sudo apt-get install --no-install-recommends ${missing[*]}" >&2
+    echo "Run that, then this command again." >&2
+    exit 1
+  fi
+fi
+
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+fi
+if ! command -v nvcc >/dev/null 2>&1; then
+  echo "Dequant Lab needs the CUDA toolkit (nvcc, cuBLAS) to build, and found no nvcc on PATH or in" >&2
+  echo "/usr/local/cuda/bin. Install NVIDIA's cuda-toolkit package (or Debian's nvidia-cuda-toolkit)." >&2
+  echo "A GPU is not needed to build or to run the CPU twin." >&2
+  exit 1
+fi
+
+configure=(-S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDQL_BUILD_GUI="$gui")
+if [[ -n "${DQL_CUDA_ARCHS:-}" ]]; then
+  configure+=(-DCMAKE_CUDA_ARCHITECTURES="$DQL_CUDA_ARCHS")
+fi
+cmake "${configure[@]}" >/dev/null
+cmake --build "$build_dir" --parallel "$(nproc)"
