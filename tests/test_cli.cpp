@@ -1,13 +1,11 @@
 // The built program, run as a user runs it: JSON output, exit statuses, error sentences.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace {
 
@@ -126,9 +124,12 @@ TEST_CASE("recipes lists every recipe, one line each") {
 
 TEST_CASE("bad input: status 2 and one sentence saying what is accepted") {
   CHECK(refused("explain --recipe awq --input 0x1").find("choose one of awq-int4-fp16") != std::string::npos);
-  CHECK(refused("explain --recipe awq-int4-fp16 --input 0x12G4").find("not a hex digit") != std::string::npos);
-  CHECK(refused("explain --recipe awq-int4-fp16 --input 0x123456789").find("more than 8 hex digits") != std::string::npos);
-  CHECK(refused("explain --recipe awq-int4-fp16 --input 0x1 --absmax 2").find("nf4-fp16 only") != std::string::npos);
+  CHECK(refused("explain --recipe awq-int4-fp16 --input 0x12G4").find("not a hex digit") !=
+        std::string::npos);
+  CHECK(refused("explain --recipe awq-int4-fp16 --input 0x123456789").find("more than 8 hex digits") !=
+        std::string::npos);
+  CHECK(refused("explain --recipe awq-int4-fp16 --input 0x1 --absmax 2").find("nf4-fp16 only") !=
+        std::string::npos);
   CHECK(refused("explain --recipe nf4-fp16 --input 0x1 --absmax -1").find(">= 0") != std::string::npos);
   CHECK(refused("lop3 --expr \"a & (b | d)\"").find("column 10") != std::string::npos);
   CHECK(refused("lop3 --lut 0x1FF").find("more than 2 hex digits") != std::string::npos);

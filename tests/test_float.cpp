@@ -1,8 +1,7 @@
 // fp16 / bf16 / fp32 fields and arithmetic against MPFR, an independent correctly rounded
 // reference (precision and exponent range set to each format, subnormals emulated).
-#include <mpfr.h>
-
 #include <doctest/doctest.h>
+#include <mpfr.h>
 
 #include <cmath>
 #include <vector>
@@ -78,7 +77,8 @@ class MpfrFormat {
   // The result is representable: write its pattern with the host's own types.
   uint32_t encode(double d) const {
     if (std::isnan(d)) return fmt_canonical_nan(f_);
-    if (f_.mbits == kF16.mbits && f_.ebits == kF16.ebits) return dql::test::bits_of_half(static_cast<_Float16>(d));
+    if (f_.mbits == kF16.mbits && f_.ebits == kF16.ebits)
+      return dql::test::bits_of_half(static_cast<_Float16>(d));
     const uint32_t f32 = dql::test::bits_of_float(static_cast<float>(d));
     if (f_.mbits == kF32.mbits) return f32;
     REQUIRE((f32 & 0xFFFFu) == 0u);
@@ -106,7 +106,8 @@ std::vector<uint32_t> specials(FloatFormat f) {
   const uint32_t s = fmt_sign_bit(f);
   const uint32_t maxn = fmt_inf(f) - 1u, minn = 1u << f.mbits, maxsub = minn - 1u;
   const uint32_t one = static_cast<uint32_t>(fmt_bias(f)) << f.mbits;
-  std::vector<uint32_t> v = {0u, 1u, maxsub, minn, one, maxn, fmt_inf(f), fmt_canonical_nan(f), fmt_inf(f) | 1u};
+  std::vector<uint32_t> v = {
+      0u, 1u, maxsub, minn, one, maxn, fmt_inf(f), fmt_canonical_nan(f), fmt_inf(f) | 1u};
   const size_t n = v.size();
   for (size_t i = 0; i < n; ++i) v.push_back(v[i] | s);
   return v;
@@ -231,9 +232,9 @@ TEST_CASE("special values: every combination of zeros, subnormals, extremes, inf
     }
   }
   // The signed-zero rules the recipes rely on.
-  CHECK(soft_sub(kF16, 0x6400u, 0x6400u) == 0x0000u);  // x - x = +0
-  CHECK(soft_add(kF16, 0x8000u, 0x8000u) == 0x8000u);  // -0 + -0 = -0
-  CHECK(soft_mul(kF16, 0x8000u, 0x3C00u) == 0x8000u);  // -0 * 1 = -0
+  CHECK(soft_sub(kF16, 0x6400u, 0x6400u) == 0x0000u);                           // x - x = +0
+  CHECK(soft_add(kF16, 0x8000u, 0x8000u) == 0x8000u);                           // -0 + -0 = -0
+  CHECK(soft_mul(kF16, 0x8000u, 0x3C00u) == 0x8000u);                           // -0 * 1 = -0
   CHECK(soft_fma(kF16, 0x7C00u, 0x0000u, 0x3C00u) == fmt_canonical_nan(kF16));  // inf * 0
 }
 
@@ -257,9 +258,9 @@ TEST_CASE("conversions: fp32 -> fp16 and int -> fp16 round to nearest even") {
 }
 
 TEST_CASE("packed lanes: lane 0 in bits 0-15, each lane rounded on its own") {
-  CHECK(soft_sub_f16x2(0x64046400u, 0x64006400u) == 0x44000000u);  // {hi 1028, lo 1024} - 1024
-  CHECK(soft_fma_f16x2(0x64506410u, 0x2C002C00u, 0xD400D400u) == 0x45003C00u);  // {5, 1}
+  CHECK(soft_sub_f16x2(0x64046400u, 0x64006400u) == 0x44000000u);                // {hi 1028, lo 1024} - 1024
+  CHECK(soft_fma_f16x2(0x64506410u, 0x2C002C00u, 0xD400D400u) == 0x45003C00u);   // {5, 1}
   CHECK(soft_fma_bf16x2(0x43084300u, 0x3F803F80u, 0xC308C308u) == 0x0000C100u);  // {0, -8}
-  CHECK(soft_add_f16x2(0x7C000001u, 0x00000001u) == 0x7C000002u);  // {inf, 2 subnormal steps}
-  CHECK(soft_mul_f16x2(0x3C003C00u, 0x80000000u) == 0x80000000u);  // {-0, +0}
+  CHECK(soft_add_f16x2(0x7C000001u, 0x00000001u) == 0x7C000002u);                // {inf, 2 subnormal steps}
+  CHECK(soft_mul_f16x2(0x3C003C00u, 0x80000000u) == 0x80000000u);                // {-0, +0}
 }

@@ -1,13 +1,12 @@
 // explain: one register through a recipe, step by step. tour: the guided version of the same
 // for a first-time reader, paced on a terminal.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <thread>
-
-#include <fmt/format.h>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "commands.hpp"
 #include "kernels/recipes/catalog.hpp"
@@ -24,8 +23,8 @@ using recipes::View;
 const recipes::RecipeInfo& recipe_named(const std::string& name) {
   const recipes::RecipeInfo* r = recipes::find_recipe(name);
   if (!r) {
-    throw UserError(fmt::format("there is no recipe called '{}': choose one of {}", name,
-                                recipes::recipe_names()));
+    throw UserError(
+        fmt::format("there is no recipe called '{}': choose one of {}", name, recipes::recipe_names()));
   }
   return *r;
 }
@@ -94,7 +93,8 @@ void print_outcome(const recipes::RecipeSpec& spec, const Outcome& o, const Styl
              f16 ? "fp16" : "bf16");
   fmt::print("{}\n{}\n{}\n", st.dim(head), got, want);
   if (o.all_match) {
-    fmt::print("{}\n", st.good(fmt::format("all {} outputs equal the integer reference, bit for bit", spec.elems)));
+    fmt::print("{}\n",
+               st.good(fmt::format("all {} outputs equal the integer reference, bit for bit", spec.elems)));
   } else {
     fmt::print("{}\n", st.bad("outputs differ from the integer reference (marked)"));
   }
@@ -175,8 +175,7 @@ void add_tour(CLI::App& app) {
   auto* cmd = app.add_subcommand("tour", "A guided walk through the fp16 magic-number conversion");
   cmd->add_option("--recipe", o->recipe, "Recipe to walk through")->capture_default_str();
   cmd->add_option("--input", o->input, "Input register in hex")->capture_default_str();
-  cmd->add_option("--delay-ms", o->delay_ms,
-                  "Pause between steps (default 900 on a terminal, 0 otherwise)");
+  cmd->add_option("--delay-ms", o->delay_ms, "Pause between steps (default 900 on a terminal, 0 otherwise)");
   cmd->callback([o] {
     const recipes::RecipeInfo& info = recipe_named(o->recipe);
     const recipes::RecipeSpec& spec = *info.spec;
@@ -189,23 +188,27 @@ void add_tour(CLI::App& app) {
       if (delay > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     };
 
-    fmt::print("{}\n\n", st.bold("Dequant Lab tour: turning 4-bit integers into fp16 without converting them"));
+    fmt::print("{}\n\n",
+               st.bold("Dequant Lab tour: turning 4-bit integers into fp16 without converting them"));
     fmt::print("An fp16 number is 1 sign bit, 5 exponent bits and 10 mantissa bits.\n");
     const uint32_t magic = 0x6400;
     fmt::print("  0x6400 = {}  =  2^(25-15) x 1.0 = {}\n", float_fields(magic, bits::kF16, st),
                float_value(magic, bits::kF16));
-    fmt::print("At 1024 one step of the mantissa is exactly 1, so OR-ing a small integer n into the\n"
-               "low mantissa bits makes the fp16 number 1024 + n, with no conversion instruction:\n");
+    fmt::print(
+        "At 1024 one step of the mantissa is exactly 1, so OR-ing a small integer n into the\n"
+        "low mantissa bits makes the fp16 number 1024 + n, with no conversion instruction:\n");
     for (uint32_t n : {0u, 5u, 15u}) {
       const uint32_t h = magic | n;
       fmt::print("  0x6400 | {:>2} = 0x{:04x} = {}  =  {}\n", n, h, float_fields(h, bits::kF16, st),
                  float_value(h, bits::kF16));
     }
-    fmt::print("Subtracting 1024 then leaves n exactly. A nibble in bits 4-7 gives 1024 + 16n instead,\n"
-               "and one fused multiply-add by 1/16 minus 64 turns that into n, which saves a shift.\n\n");
+    fmt::print(
+        "Subtracting 1024 then leaves n exactly. A nibble in bits 4-7 gives 1024 + 16n instead,\n"
+        "and one fused multiply-add by 1/16 minus 64 turns that into n, which saves a shift.\n\n");
     pause();
     fmt::print("{}  {}\n", st.bold(spec.name), info.summary);
-    fmt::print("{}\n\n", st.dim(fmt::format("from {}; input {}: {}", info.origin, hex32(in.reg), info.input)));
+    fmt::print("{}\n\n",
+               st.dim(fmt::format("from {}; input {}: {}", info.origin, hex32(in.reg), info.input)));
     pause();
     const recipes::Trace t = recipes::trace_recipe(spec.id, in);
     for (size_t i = 0; i < t.steps.size(); ++i) {
@@ -213,8 +216,9 @@ void add_tour(CLI::App& app) {
       pause();
     }
     print_outcome(spec, compare(spec, t, in), st);
-    fmt::print("\nTry another register or recipe:\n  dequant-lab explain --recipe ft-int4-fp16 --input 0x76543210\n"
-               "  dequant-lab recipes\n");
+    fmt::print(
+        "\nTry another register or recipe:\n  dequant-lab explain --recipe ft-int4-fp16 --input 0x76543210\n"
+        "  dequant-lab recipes\n");
   });
 }
 

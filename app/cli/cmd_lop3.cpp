@@ -18,7 +18,8 @@ void add_lop3(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("lop3", "Truth table, immLut and expression of a lop3.b32");
-  auto* e = cmd->add_option("--expr", o->expr, "An expression over a, b, c: ~ & ^ | and parentheses, e.g. \"(a & b) | c\"");
+  auto* e = cmd->add_option("--expr", o->expr,
+                            "An expression over a, b, c: ~ & ^ | and parentheses, e.g. \"(a & b) | c\"");
   auto* l = cmd->add_option("--lut", o->lut, "The immLut in hex, e.g. 0xEA");
   e->excludes(l);
   cmd->add_option("--a", o->a, "Operand a in hex (default 0xF0, the PTX pattern)");
@@ -48,10 +49,10 @@ void add_lop3(CLI::App& app) {
     if (o->json) {
       nlohmann::json table = nlohmann::json::array();
       for (int row = 0; row < 8; ++row) table.push_back((lut >> row) & 1);
-      nlohmann::json j = {{"lut", lut},        {"lut_hex", fmt::format("0x{:02x}", lut)},
-                          {"expr", minimal},   {"table", table},
-                          {"a", hex32(a)},     {"b", hex32(b)},
-                          {"c", hex32(c)},     {"result", hex32(d)}};
+      nlohmann::json j = {{"lut", lut},      {"lut_hex", fmt::format("0x{:02x}", lut)},
+                          {"expr", minimal}, {"table", table},
+                          {"a", hex32(a)},   {"b", hex32(b)},
+                          {"c", hex32(c)},   {"result", hex32(d)}};
       if (!o->expr.empty()) j["input_expr"] = o->expr;
       fmt::print("{}\n", j.dump(2));
       return;

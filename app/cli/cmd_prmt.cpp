@@ -40,15 +40,16 @@ void add_prmt(CLI::App& app) {
       if (o->mode == k.name) m = &k;
     }
     if (!m) {
-      throw UserError(fmt::format("'{}' is not a prmt mode: use generic, f4e, b4e, rc8, ecl, ecr or rc16", o->mode));
+      throw UserError(
+          fmt::format("'{}' is not a prmt mode: use generic, f4e, b4e, rc8, ecl, ecr or rc16", o->mode));
     }
     const uint32_t a = take(front::parse_hex(o->a, "--a"));
     const uint32_t b = take(front::parse_hex(o->b, "--b"));
     const uint32_t sel = take(front::parse_hex(o->sel, "--sel"));
     const bool generic = m->mode == bits::PrmtMode::Generic;
     if (generic && sel > 0xFFFFu) {
-      throw UserError(fmt::format("selector {} is out of range: generic mode reads four nibbles, 0x0000 to 0xffff",
-                                  hex32(sel)));
+      throw UserError(fmt::format(
+          "selector {} is out of range: generic mode reads four nibbles, 0x0000 to 0xffff", hex32(sel)));
     }
     if (!generic && sel > 3u) {
       throw UserError(fmt::format("selector {} is out of range: mode {} reads only c[1:0], so give 0 to 3",
@@ -80,8 +81,8 @@ void add_prmt(CLI::App& app) {
                          {"sign_replicate", picks[i].sign},
                          {"value", fmt::format("0x{:02x}", (d >> (8 * i)) & 0xFFu)}});
       }
-      nlohmann::json j = {{"a", hex32(a)}, {"b", hex32(b)}, {"sel", hex32(sel)}, {"mode", m->name},
-                          {"result", hex32(d)}, {"bytes", bytes}};
+      nlohmann::json j = {{"a", hex32(a)},   {"b", hex32(b)},      {"sel", hex32(sel)},
+                          {"mode", m->name}, {"result", hex32(d)}, {"bytes", bytes}};
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -89,21 +90,25 @@ void add_prmt(CLI::App& app) {
     fmt::print("source bytes {{b, a}}:\n  ");
     for (int i = 7; i >= 0; --i) fmt::print("  b{} ", i);
     fmt::print("\n  ");
-    for (int i = 7; i >= 0; --i) fmt::print("  {} ", st.nibble(i, fmt::format("{:02x}", byte_of(static_cast<uint32_t>(i)))));
+    for (int i = 7; i >= 0; --i)
+      fmt::print("  {} ", st.nibble(i, fmt::format("{:02x}", byte_of(static_cast<uint32_t>(i)))));
     fmt::print("\n\nselector {} ({} mode):\n", hex32(sel), m->name);
     for (int i = 3; i >= 0; --i) {
       const Pick& p = picks[i];
       const uint32_t v = byte_of(p.src);
+      const std::string why = generic ? fmt::format("selector nibble {} = 0x{:x}", i, (sel >> (4 * i)) & 0xFu)
+                                      : fmt::format("{} with c[1:0] = {}", m->name, sel & 3u);
       if (p.sign) {
-        fmt::print("  d.b{} <- sign of b{} ({:02x} has msb {}, so {:02x})\n", i, p.src, v, v >> 7,
-                   (v & 0x80u) ? 0xFFu : 0x00u);
+        fmt::print("  d.b{} <- sign of b{} ({:02x} has msb {}, so {:02x})   {}\n", i, p.src, v, v >> 7,
+                   (v & 0x80u) ? 0xFFu : 0x00u, st.dim(why));
       } else {
-        fmt::print("  d.b{} <- b{} ({:02x})\n", i, p.src, v);
+        fmt::print("  d.b{} <- b{} ({:02x})   {}\n", i, p.src, v, st.dim(why));
       }
     }
     fmt::print("\n  d = ");
     for (int i = 3; i >= 0; --i) {
-      fmt::print("{}", st.nibble(static_cast<int>(picks[i].src), fmt::format("{:02x}", (d >> (8 * i)) & 0xFFu)));
+      fmt::print("{}",
+                 st.nibble(static_cast<int>(picks[i].src), fmt::format("{:02x}", (d >> (8 * i)) & 0xFFu)));
     }
     fmt::print("  = {}\n", st.bold(hex32(d)));
   });

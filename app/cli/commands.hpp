@@ -2,10 +2,9 @@
 // which main turns into one sentence on stderr and exit status 2.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <stdexcept>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "app/common/parse.hpp"
 

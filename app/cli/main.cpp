@@ -1,14 +1,13 @@
 // dequant-lab: the terminal front end.
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "Dequant Lab: the bit tricks of weight-only quantized inference, one instruction at a time",
-      "dequant-lab"};
+  CLI::App app{"Dequant Lab: the bit tricks of weight-only quantized inference, one instruction at a time",
+               "dequant-lab"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dequant-lab 0.1.0");
   dql::cli::add_recipes(app);

@@ -1,11 +1,10 @@
 #include "render.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace dql::cli {
 

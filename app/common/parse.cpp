@@ -1,10 +1,10 @@
 #include "parse.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 namespace dql::front {
 
@@ -24,11 +24,12 @@ Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max
     }
     ++digits;
     if (digits > max_digits) {
-      return fmt::format("{} '{}' has more than {} hex digits: it must fit in {} bits (e.g. {})", what,
-                         text, max_digits, 4 * max_digits, example);
+      return fmt::format("{} '{}' has more than {} hex digits: it must fit in {} bits (e.g. {})", what, text,
+                         max_digits, 4 * max_digits, example);
     }
-    v = (v << 4) | static_cast<uint64_t>(std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
-                                                     : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10);
+    v = (v << 4) | static_cast<uint64_t>(std::isdigit(static_cast<unsigned char>(c))
+                                             ? c - '0'
+                                             : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10);
   }
   if (digits == 0) {
     return fmt::format("{} is empty: give up to {} hex digits, e.g. {}", what, max_digits, example);

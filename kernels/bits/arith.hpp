@@ -24,8 +24,7 @@ DQL_HD uint32_t soft_mul_f16x2(uint32_t a, uint32_t b) {
   return pack16(soft_mul(kF16, lo16(a), lo16(b)), soft_mul(kF16, hi16(a), hi16(b)));
 }
 DQL_HD uint32_t soft_fma_bf16x2(uint32_t a, uint32_t b, uint32_t c) {
-  return pack16(soft_fma(kBF16, lo16(a), lo16(b), lo16(c)),
-                soft_fma(kBF16, hi16(a), hi16(b), hi16(c)));
+  return pack16(soft_fma(kBF16, lo16(a), lo16(b), lo16(c)), soft_fma(kBF16, hi16(a), hi16(b), hi16(c)));
 }
 DQL_HD uint32_t soft_sub_f32(uint32_t a, uint32_t b) { return soft_sub(kF32, a, b); }
 DQL_HD uint32_t soft_mul_f32(uint32_t a, uint32_t b) { return soft_mul(kF32, a, b); }

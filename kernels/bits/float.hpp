@@ -105,9 +105,15 @@ DQL_HD uint32_t round_sum(FloatFormat f, bool na, uint64_t sa, int ea, bool nb, 
   const int ta = 63 - leading_zeros64(sa) + ea;
   const int tb = 63 - leading_zeros64(sb) + eb;
   if (tb > ta) {  // make `a` the term with the higher leading bit
-    bool tn = na; na = nb; nb = tn;
-    uint64_t ts = sa; sa = sb; sb = ts;
-    int te = ea; ea = eb; eb = te;
+    bool tn = na;
+    na = nb;
+    nb = tn;
+    uint64_t ts = sa;
+    sa = sb;
+    sb = ts;
+    int te = ea;
+    ea = eb;
+    eb = te;
   }
   const int up = 61 - (63 - leading_zeros64(sa));
   const uint64_t big = sa << up;
@@ -146,7 +152,7 @@ DQL_HD uint32_t soft_fma(FloatFormat f, uint32_t a, uint32_t b, uint32_t c) {
   const bool pneg = x.neg != y.neg;
   const bool xzero = x.cls == FpClass::Zero, yzero = y.cls == FpClass::Zero;
   if (x.cls == FpClass::Inf || y.cls == FpClass::Inf) {
-    if (xzero || yzero) return fmt_canonical_nan(f);  // inf * 0
+    if (xzero || yzero) return fmt_canonical_nan(f);                          // inf * 0
     if (z.cls == FpClass::Inf && z.neg != pneg) return fmt_canonical_nan(f);  // inf - inf
     return (pneg ? fmt_sign_bit(f) : 0u) | fmt_inf(f);
   }

@@ -41,8 +41,7 @@ DQL_HD uint32_t lop3(uint32_t a, uint32_t b, uint32_t c) {
 
 namespace detail {
 template <std::size_t... I>
-DQL_HD uint32_t lop3_dispatch(uint32_t a, uint32_t b, uint32_t c, uint32_t lut,
-                              std::index_sequence<I...>) {
+DQL_HD uint32_t lop3_dispatch(uint32_t a, uint32_t b, uint32_t c, uint32_t lut, std::index_sequence<I...>) {
   uint32_t d = 0;
   (void)((lut == I ? (d = lop3<static_cast<uint8_t>(I)>(a, b, c), true) : false) || ...);
   return d;

@@ -105,9 +105,7 @@ class Parser {
       case 'c': v = kLop3C; break;
       case '0': v = 0x00; break;
       case '1': v = 0xFF; break;
-      default:
-        fail(std::string("'") + c + "' is not an operand: use a, b, c, 0 or 1");
-        return false;
+      default: fail(std::string("'") + c + "' is not an operand: use a, b, c, 0 or 1"); return false;
     }
     ++pos_;
     return true;

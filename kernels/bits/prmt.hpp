@@ -16,11 +16,11 @@ enum class PrmtMode : uint8_t { Generic, F4E, B4E, RC8, ECL, ECR, RC16 };
 // Source byte (0..7) feeding destination byte i in a special mode, for selector s = c[1:0].
 DQL_HD uint32_t prmt_mode_source(PrmtMode mode, uint32_t i, uint32_t s) {
   switch (mode) {
-    case PrmtMode::F4E: return i + s;                   // forward 4 extract
-    case PrmtMode::B4E: return (s - i) & 7u;            // backward 4 extract
-    case PrmtMode::RC8: return s;                       // replicate byte s
-    case PrmtMode::ECL: return i > s ? i : s;           // edge clamp left
-    case PrmtMode::ECR: return i < s ? i : s;           // edge clamp right
+    case PrmtMode::F4E: return i + s;                      // forward 4 extract
+    case PrmtMode::B4E: return (s - i) & 7u;               // backward 4 extract
+    case PrmtMode::RC8: return s;                          // replicate byte s
+    case PrmtMode::ECL: return i > s ? i : s;              // edge clamp left
+    case PrmtMode::ECR: return i < s ? i : s;              // edge clamp right
     case PrmtMode::RC16: return 2u * (s & 1u) + (i & 1u);  // replicate 16-bit half s&1
     case PrmtMode::Generic: break;
   }

@@ -9,11 +9,22 @@ namespace {
 
 // The NF4 code book as published (bitsandbytes), in double precision; the reference rounds
 // these to fp32 itself instead of trusting the recipe's constants.
-constexpr double kNf4Published[16] = {
-    -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
-    -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
-    0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
-    0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0};
+constexpr double kNf4Published[16] = {-1.0,
+                                      -0.6961928009986877,
+                                      -0.5250730514526367,
+                                      -0.39491748809814453,
+                                      -0.28444138169288635,
+                                      -0.18477343022823334,
+                                      -0.09105003625154495,
+                                      0.0,
+                                      0.07958029955625534,
+                                      0.16093020141124725,
+                                      0.24611230194568634,
+                                      0.33791524171829224,
+                                      0.44070982933044434,
+                                      0.5626170039176941,
+                                      0.7229568362236023,
+                                      1.0};
 
 uint32_t float_bits(float f) {
   uint32_t u;
@@ -41,9 +52,11 @@ const std::vector<RecipeInfo>& all_recipes() {
        "FasterTransformer / TensorRT-LLM interleaved converter",
        "8 nibbles holding value + 8, order e0 e2 e4 e6 e1 e3 e5 e7"},
       {&kSpecs[2], "int8 (stored +128) -> fp16: 2 prmt with 0x64646464, 2 sub of 1152",
-       "FasterTransformer / TensorRT-LLM interleaved converter", "4 bytes holding value + 128, order e0 e2 e1 e3"},
+       "FasterTransformer / TensorRT-LLM interleaved converter",
+       "4 bytes holding value + 128, order e0 e2 e1 e3"},
       {&kSpecs[3], "int8 (stored +128) -> bf16 through fp32: 0x4B000000 magic, sub 2^23+128, pack 0x7632",
-       "FasterTransformer / TensorRT-LLM interleaved converter", "4 bytes holding value + 128, order e0 e2 e1 e3"},
+       "FasterTransformer / TensorRT-LLM interleaved converter",
+       "4 bytes holding value + 128, order e0 e2 e1 e3"},
       {&kSpecs[4], "int4 (stored +8) -> bf16: 0x4300 magic, a shift per pair, fma(x, 1, -136)",
        "FasterTransformer / TensorRT-LLM interleaved converter",
        "8 nibbles holding value + 8, order e0 e2 e4 e6 e1 e3 e5 e7"},

@@ -23,7 +23,19 @@ enum class View : uint8_t {
   F16,     // one fp16 in the low 16 bits (a .b16 register)
 };
 
-enum class OpKind : uint8_t { Input, Shift, Bfe, Lop3, Prmt, FloatSub, FloatMul, FloatFma, Convert, Pack, Lookup };
+enum class OpKind : uint8_t {
+  Input,
+  Shift,
+  Bfe,
+  Lop3,
+  Prmt,
+  FloatSub,
+  FloatMul,
+  FloatFma,
+  Convert,
+  Pack,
+  Lookup
+};
 
 struct Reg {
   uint32_t v;
@@ -52,8 +64,8 @@ template <class Rec>
 struct Exec {
   Rec rec{};
 
-#define DQL_RECORD(...)                            \
-  do {                                             \
+#define DQL_RECORD(...)                                 \
+  do {                                                  \
     if constexpr (Rec::kTrace) rec.record(__VA_ARGS__); \
   } while (0)
 

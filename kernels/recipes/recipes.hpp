@@ -27,10 +27,10 @@ enum class RecipeId : uint8_t {
 inline constexpr int kRecipeCount = 10;
 
 enum class Encoding : uint8_t {
-  Unsigned,    // 0 .. 2^b - 1 as stored
-  Biased,      // stored value minus 2^(b-1): the +8 / +128 bias
-  TwosComp,    // two's complement
-  Nf4Code,     // a code into the NF4 code book, scaled by absmax
+  Unsigned,  // 0 .. 2^b - 1 as stored
+  Biased,    // stored value minus 2^(b-1): the +8 / +128 bias
+  TwosComp,  // two's complement
+  Nf4Code,   // a code into the NF4 code book, scaled by absmax
 };
 
 enum class OutType : uint8_t { F16, BF16 };
@@ -38,15 +38,16 @@ enum class OutType : uint8_t { F16, BF16 };
 struct RecipeSpec {
   RecipeId id;
   const char* name;
-  int bits;            // 4 or 8
-  int elems;           // elements in one input register
+  int bits;   // 4 or 8
+  int elems;  // elements in one input register
   Encoding encoding;
   OutType out;
-  int out_regs;        // 32-bit result registers (two elements each)
-  uint8_t order[8];    // order[i]: the logical element held by nibble / byte i
-  bool has_absmax;     // a second input: the fp32 block scale
+  int out_regs;      // 32-bit result registers (two elements each)
+  uint8_t order[8];  // order[i]: the logical element held by nibble / byte i
+  bool has_absmax;   // a second input: the fp32 block scale
 };
 
+// clang-format off
 inline constexpr RecipeSpec kSpecs[kRecipeCount] = {
     {RecipeId::AwqInt4F16, "awq-int4-fp16", 4, 8, Encoding::Unsigned, OutType::F16, 4, {0, 2, 4, 6, 1, 3, 5, 7}, false},
     {RecipeId::FtInt4F16, "ft-int4-fp16", 4, 8, Encoding::Biased, OutType::F16, 4, {0, 2, 4, 6, 1, 3, 5, 7}, false},
@@ -59,6 +60,7 @@ inline constexpr RecipeSpec kSpecs[kRecipeCount] = {
     {RecipeId::NaiveInt4F16, "naive-int4-fp16", 4, 8, Encoding::TwosComp, OutType::F16, 4, {0, 1, 2, 3, 4, 5, 6, 7}, false},
     {RecipeId::NaiveInt8F16, "naive-int8-fp16", 8, 4, Encoding::TwosComp, OutType::F16, 2, {0, 1, 2, 3}, false},
 };
+// clang-format on
 
 // Compile-time use only on the device (e.g. sizing a kernel's result array).
 constexpr const RecipeSpec& spec_of(RecipeId id) { return kSpecs[static_cast<int>(id)]; }
@@ -88,10 +90,10 @@ DQL_HD constexpr uint32_t nf4_code_bits(uint32_t code) {
 // ---- the magic-number fp16 path for 8 nibbles (AWQ unsigned, FasterTransformer biased) -------
 
 template <class X>
-DQL_HD void int4_magic_fp16(X& x, uint32_t src_bits, uint32_t* out, uint32_t sub_magic,
-                            uint32_t fma_bias, const char* sub_why, const char* fma_why) {
-  const Reg src = x.input("src", src_bits, View::B32,
-                          "eight 4-bit elements; nibbles hold e0 e2 e4 e6 e1 e3 e5 e7");
+DQL_HD void int4_magic_fp16(X& x, uint32_t src_bits, uint32_t* out, uint32_t sub_magic, uint32_t fma_bias,
+                            const char* sub_why, const char* fma_why) {
+  const Reg src =
+      x.input("src", src_bits, View::B32, "eight 4-bit elements; nibbles hold e0 e2 e4 e6 e1 e3 e5 e7");
   const Reg top = x.shr_u32("top", src, 8, View::B32,
                             "the one shift: nibbles 2, 3, 6, 7 move down into the places the masks read");
   Reg h0 = x.template lop3<0xEA>("h0", src, 0x000F000Fu, 0x64006400u, View::F16x2,
@@ -102,8 +104,8 @@ DQL_HD void int4_magic_fp16(X& x, uint32_t src_bits, uint32_t* out, uint32_t sub
                                  "bits 4-7, giving 1024 + 16q");
   Reg h2 = x.template lop3<0xEA>("h2", top, 0x000F000Fu, 0x64006400u, View::F16x2,
                                  "the same mask on the shifted word: nibbles 2 and 6, 1024 + q");
-  Reg h3 = x.template lop3<0xEA>("h3", top, 0x00F000F0u, 0x64006400u, View::F16x2,
-                                 "nibbles 3 and 7, 1024 + 16q");
+  Reg h3 =
+      x.template lop3<0xEA>("h3", top, 0x00F000F0u, 0x64006400u, View::F16x2, "nibbles 3 and 7, 1024 + 16q");
   h0 = x.sub_f16x2("h0", h0, sub_magic, sub_why);
   h1 = x.fma_f16x2("h1", h1, 0x2C002C00u, fma_bias, fma_why);
   h2 = x.sub_f16x2("h2", h2, sub_magic, sub_why);
@@ -138,14 +140,14 @@ DQL_HD void ft_int4_bf16(X& x, const uint32_t* in, uint32_t* out) {
                                  "(src & 0x000f000f) | 0x43004300: nibbles 0 and 4 under 128.0 "
                                  "(bf16), giving 128 + q");
   const Reg s1 = x.shr_u32("s1", src, 4, View::B32, "next nibbles down: bf16 has no room for 16q");
-  Reg h1 = x.template lop3<0xEA>("h1", s1, 0x000F000Fu, 0x43004300u, View::BF16x2,
-                                 "nibbles 1 and 5, 128 + q");
+  Reg h1 =
+      x.template lop3<0xEA>("h1", s1, 0x000F000Fu, 0x43004300u, View::BF16x2, "nibbles 1 and 5, 128 + q");
   const Reg s2 = x.shr_u32("s2", s1, 4, View::B32, "shift again");
-  Reg h2 = x.template lop3<0xEA>("h2", s2, 0x000F000Fu, 0x43004300u, View::BF16x2,
-                                 "nibbles 2 and 6, 128 + q");
+  Reg h2 =
+      x.template lop3<0xEA>("h2", s2, 0x000F000Fu, 0x43004300u, View::BF16x2, "nibbles 2 and 6, 128 + q");
   const Reg s3 = x.shr_u32("s3", s2, 4, View::B32, "shift again");
-  Reg h3 = x.template lop3<0xEA>("h3", s3, 0x000F000Fu, 0x43004300u, View::BF16x2,
-                                 "nibbles 3 and 7, 128 + q");
+  Reg h3 =
+      x.template lop3<0xEA>("h3", s3, 0x000F000Fu, 0x43004300u, View::BF16x2, "nibbles 3 and 7, 128 + q");
   const char* why = "(128 + q) * 1.0 - 136 = q - 8: fma stands in for a bf16 subtract before sm_90";
   h0 = x.fma_bf16x2("h0", h0, 0x3F803F80u, 0xC308C308u, why);
   h1 = x.fma_bf16x2("h1", h1, 0x3F803F80u, 0xC308C308u, why);
@@ -161,8 +163,7 @@ DQL_HD void ft_int4_bf16(X& x, const uint32_t* in, uint32_t* out) {
 
 template <class X>
 DQL_HD void ft_uint8_fp16(X& x, const uint32_t* in, uint32_t* out) {
-  const Reg src = x.input("src", in[0], View::B32,
-                          "four 8-bit elements stored +128; bytes hold e0 e2 e1 e3");
+  const Reg src = x.input("src", in[0], View::B32, "four 8-bit elements stored +128; bytes hold e0 e2 e1 e3");
   Reg h0 = x.prmt("h0", src, 0x64646464u, 0x5250u, View::F16x2,
                   "bytes 0 and 2 of src, each under byte 0x64 of b: 1024 + u in both halves");
   Reg h1 = x.prmt("h1", src, 0x64646464u, 0x5351u, View::F16x2, "bytes 1 and 3 the same way");
@@ -177,8 +178,7 @@ DQL_HD void ft_uint8_fp16(X& x, const uint32_t* in, uint32_t* out) {
 
 template <class X>
 DQL_HD void ft_uint8_bf16(X& x, const uint32_t* in, uint32_t* out) {
-  const Reg src = x.input("src", in[0], View::B32,
-                          "four 8-bit elements stored +128; bytes hold e0 e2 e1 e3");
+  const Reg src = x.input("src", in[0], View::B32, "four 8-bit elements stored +128; bytes hold e0 e2 e1 e3");
   const char* put = "byte under 0x4B0000: the fp32 2^23 + u (2^23 has an ulp of 1)";
   Reg f0 = x.prmt("f0", src, 0x4B000000u, 0x7650u, View::F32, put);
   Reg f1 = x.prmt("f1", src, 0x4B000000u, 0x7652u, View::F32, put);
@@ -200,8 +200,8 @@ DQL_HD void ft_uint8_bf16(X& x, const uint32_t* in, uint32_t* out) {
 
 template <class X>
 DQL_HD void cutlass_int4_fp16(X& x, const uint32_t* in, uint32_t* out) {
-  const Reg src = x.input("src", in[0], View::B32,
-                          "eight signed 4-bit elements in natural order (e0 in nibble 0)");
+  const Reg src =
+      x.input("src", in[0], View::B32, "eight signed 4-bit elements in natural order (e0 in nibble 0)");
   const char* dup = "byte i of src into bytes 0 and 2, zero in bytes 1 and 3";
   Reg r0 = x.prmt("r0", src, 0u, 0x4040u, View::B32, dup);
   Reg r1 = x.prmt("r1", src, 0u, 0x4141u, View::B32, dup);
@@ -229,8 +229,8 @@ DQL_HD void cutlass_int4_fp16(X& x, const uint32_t* in, uint32_t* out) {
 
 template <class X>
 DQL_HD void cutlass_int8_fp16(X& x, const uint32_t* in, uint32_t* out) {
-  const Reg src = x.input("src", in[0], View::B32,
-                          "four signed 8-bit elements in natural order (e0 in byte 0)");
+  const Reg src =
+      x.input("src", in[0], View::B32, "four signed 8-bit elements in natural order (e0 in byte 0)");
   Reg r0 = x.prmt("r0", src, src, 0x9180u, View::B32,
                   "bytes 0 and 1 widened to 16 bits; selector nibbles 8 and 9 replicate their sign");
   Reg r1 = x.prmt("r1", src, src, 0xB3A2u, View::B32, "bytes 2 and 3 widened the same way");
@@ -266,8 +266,8 @@ DQL_HD void nf4_fp16(X& x, const uint32_t* in, uint32_t* out) {
   }
   constexpr const char* names_h[4] = {"h0", "h1", "h2", "h3"};
   for (int r = 0; r < 4; ++r) {
-    out[r] = x.cvt_f16x2_f32(names_h[r], v[2 * r + 1], v[2 * r],
-                             "round both products to fp16 and pack them").v;
+    out[r] =
+        x.cvt_f16x2_f32(names_h[r], v[2 * r + 1], v[2 * r], "round both products to fp16 and pack them").v;
   }
 }
 

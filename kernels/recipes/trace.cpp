@@ -11,8 +11,8 @@ std::string format_immediate(const Opd& o, OpKind kind, bool is_lut) {
   return fmt::format("0x{:08x}", o.v);
 }
 
-void Tracer::record(OpKind kind, const char* mnemonic, Reg dst, std::initializer_list<Opd> srcs,
-                    uint32_t imm, const char* why, const char* table) {
+void Tracer::record(OpKind kind, const char* mnemonic, Reg dst, std::initializer_list<Opd> srcs, uint32_t imm,
+                    const char* why, const char* table) {
   TraceStep s{kind, mnemonic, {}, dst.name, dst.view, dst.v, {}, imm, why};
   std::string args;
   const size_t n = srcs.size();

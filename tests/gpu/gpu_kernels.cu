@@ -1,9 +1,8 @@
-#include "gpu_kernels.hpp"
-
 #include <cuda_runtime.h>
 
 #include <memory>
 
+#include "gpu_kernels.hpp"
 #include "kernels/bits/arith.hpp"
 #include "kernels/bits/lop3.hpp"
 #include "kernels/bits/prmt.hpp"
@@ -59,10 +58,10 @@ std::string check(cudaError_t e, const char* what) {
   return std::string(what) + " failed: " + cudaGetErrorString(e);
 }
 
-#define DQL_RETURN_IF(message)          \
-  do {                                  \
-    std::string err_ = (message);       \
-    if (!err_.empty()) return err_;     \
+#define DQL_RETURN_IF(message)      \
+  do {                              \
+    std::string err_ = (message);   \
+    if (!err_.empty()) return err_; \
   } while (0)
 #define DQL_TRY(call, what) DQL_RETURN_IF(check((call), what))
 
@@ -102,8 +101,8 @@ std::string device_description() {
          std::to_string(prop.minor);
 }
 
-std::string run_primitive(Prim p, uint32_t param, const uint32_t* a, const uint32_t* b,
-                          const uint32_t* c, size_t n, uint32_t* out) {
+std::string run_primitive(Prim p, uint32_t param, const uint32_t* a, const uint32_t* b, const uint32_t* c,
+                          size_t n, uint32_t* out) {
   DevicePtr da, db, dc, dout;
   DQL_RETURN_IF(upload(da, a, n));
   DQL_RETURN_IF(upload(db, b, n));
@@ -142,7 +141,8 @@ std::string run_recipe(recipes::RecipeId id, const uint32_t* regs, const uint32_
   }
   DQL_TRY(cudaGetLastError(), "recipe kernel launch");
   DQL_TRY(cudaDeviceSynchronize(), "recipe kernel");
-  DQL_TRY(cudaMemcpy(out, dout.get(), words * sizeof(uint32_t), cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+  DQL_TRY(cudaMemcpy(out, dout.get(), words * sizeof(uint32_t), cudaMemcpyDeviceToHost),
+          "cudaMemcpy to host");
   return {};
 }
 

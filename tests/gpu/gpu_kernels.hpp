@@ -15,8 +15,8 @@ std::string device_problem();
 std::string device_description();
 
 enum class Prim : uint8_t {
-  Lop3,       // param: immLut
-  Prmt,       // param: PrmtMode
+  Lop3,  // param: immLut
+  Prmt,  // param: PrmtMode
   AddF16x2,
   SubF16x2,
   MulF16x2,
@@ -30,8 +30,8 @@ enum class Prim : uint8_t {
 };
 
 // out[i] = prim(a[i], b[i], c[i]) on the device, for i < n.
-std::string run_primitive(Prim p, uint32_t param, const uint32_t* a, const uint32_t* b,
-                          const uint32_t* c, size_t n, uint32_t* out);
+std::string run_primitive(Prim p, uint32_t param, const uint32_t* a, const uint32_t* b, const uint32_t* c,
+                          size_t n, uint32_t* out);
 
 // out[i * out_regs + r] = result register r of the recipe on input register regs[i]
 // (absmax[i] for recipes that take one).

@@ -58,8 +58,8 @@ Operands make_operands(uint64_t stream, size_t base, size_t n) {
       const uint64_t r = splitmix((stream << 40) ^ (base + i));
       const uint64_t s = splitmix(r);
       uint32_t a = static_cast<uint32_t>(r), b = static_cast<uint32_t>(r >> 32), c = static_cast<uint32_t>(s);
-      if (s & (1ull << 40)) b = (a & 0xFC00FC00u) ^ (b & 0x83FF83FFu);  // fp16 lanes near a's
-      if (s & (1ull << 41)) c = (a & 0xFF80FF80u) ^ (c & 0x807F807Fu);  // bf16 lanes near a's
+      if (s & (1ull << 40)) b = (a & 0xFC00FC00u) ^ (b & 0x83FF83FFu);              // fp16 lanes near a's
+      if (s & (1ull << 41)) c = (a & 0xFF80FF80u) ^ (c & 0x807F807Fu);              // bf16 lanes near a's
       if ((s >> 42) % 64 == 0) a = (s & (1ull << 48)) ? 0x7C00FC00u : 0x7FFF0000u;  // inf, NaN, zero
       o.a[i] = a, o.b[i] = b, o.c[i] = c;
     }
@@ -103,7 +103,8 @@ size_t check_primitive(const char* name, Prim p, uint32_t param, size_t n, uint6
     const size_t m = std::min(kChunk, n - base);
     const Operands o = make_operands(stream, base, m);
     std::vector<uint32_t> got(m);
-    const std::string err = gpu_test::run_primitive(p, param, o.a.data(), o.b.data(), o.c.data(), m, got.data());
+    const std::string err =
+        gpu_test::run_primitive(p, param, o.a.data(), o.b.data(), o.c.data(), m, got.data());
     REQUIRE_MESSAGE(err.empty(), err);
     Mismatches mm;
     parallel_for(m, [&](size_t lo, size_t hi) {
@@ -128,11 +129,16 @@ TEST_CASE("device primitives equal the host emulation bit for bit") {
     const char* name;
     Prim p;
   };
-  const Row rows[] = {{"add.rn.f16x2", Prim::AddF16x2},   {"sub.rn.f16x2", Prim::SubF16x2},
-                      {"mul.rn.f16x2", Prim::MulF16x2},   {"fma.rn.f16x2", Prim::FmaF16x2},
-                      {"fma.rn.bf16x2", Prim::FmaBF16x2}, {"sub.rn.f32", Prim::SubF32},
-                      {"mul.rn.f32", Prim::MulF32},       {"cvt.rn.f16.f32", Prim::CvtF16F32},
-                      {"cvt.rn.f16x2.f32", Prim::CvtF16x2F32}, {"cvt.rn.f16.s32", Prim::CvtF16S32}};
+  const Row rows[] = {{"add.rn.f16x2", Prim::AddF16x2},
+                      {"sub.rn.f16x2", Prim::SubF16x2},
+                      {"mul.rn.f16x2", Prim::MulF16x2},
+                      {"fma.rn.f16x2", Prim::FmaF16x2},
+                      {"fma.rn.bf16x2", Prim::FmaBF16x2},
+                      {"sub.rn.f32", Prim::SubF32},
+                      {"mul.rn.f32", Prim::MulF32},
+                      {"cvt.rn.f16.f32", Prim::CvtF16F32},
+                      {"cvt.rn.f16x2.f32", Prim::CvtF16x2F32},
+                      {"cvt.rn.f16.s32", Prim::CvtF16S32}};
   uint64_t stream = 1;
   for (const Row& r : rows) {
     const size_t bad = check_primitive(r.name, r.p, 0, kInputs, stream++);
@@ -140,12 +146,14 @@ TEST_CASE("device primitives equal the host emulation bit for bit") {
     CHECK_MESSAGE(bad == 0, r.name);
   }
   size_t bad = 0;
-  for (uint32_t lut = 0; lut < 256; ++lut) bad += check_primitive("lop3.b32", Prim::Lop3, lut, kInputs / 256, stream);
+  for (uint32_t lut = 0; lut < 256; ++lut)
+    bad += check_primitive("lop3.b32", Prim::Lop3, lut, kInputs / 256, stream);
   std::printf("%-18s %zu inputs (all 256 immLut), %zu mismatches\n", "lop3.b32", kInputs, bad);
   CHECK(bad == 0);
   ++stream;
   bad = 0;
-  for (uint32_t mode = 0; mode < 7; ++mode) bad += check_primitive("prmt.b32", Prim::Prmt, mode, kInputs / 8, stream);
+  for (uint32_t mode = 0; mode < 7; ++mode)
+    bad += check_primitive("prmt.b32", Prim::Prmt, mode, kInputs / 8, stream);
   std::printf("%-18s %zu inputs (generic and 6 modes), %zu mismatches\n", "prmt.b32", kInputs / 8 * 7, bad);
   CHECK(bad == 0);
 }
@@ -160,13 +168,16 @@ TEST_CASE("every recipe on the device equals the host, 2^26 registers each") {
       std::vector<uint32_t> in(m), absmax(m), got(m * regs_out);
       parallel_for(m, [&](size_t lo, size_t hi) {
         for (size_t i = lo; i < hi; ++i) {
-          const uint64_t r = splitmix(0xABCDull ^ ((base + i) * 0x100000001B3ull) ^ static_cast<uint64_t>(spec.id) << 56);
+          const uint64_t r =
+              splitmix(0xABCDull ^ ((base + i) * 0x100000001B3ull) ^ static_cast<uint64_t>(spec.id) << 56);
           in[i] = static_cast<uint32_t>(r);
           // Positive fp32 scales from 2^-24 to 2^16: subnormal to overflowing fp16 results.
-          absmax[i] = ((103u + static_cast<uint32_t>((r >> 32) % 41u)) << 23) | static_cast<uint32_t>((r >> 40) & 0x7FFFFFu);
+          absmax[i] = ((103u + static_cast<uint32_t>((r >> 32) % 41u)) << 23) |
+                      static_cast<uint32_t>((r >> 40) & 0x7FFFFFu);
         }
       });
-      const std::string err = gpu_test::run_recipe(spec.id, in.data(), spec.has_absmax ? absmax.data() : nullptr, m, got.data());
+      const std::string err =
+          gpu_test::run_recipe(spec.id, in.data(), spec.has_absmax ? absmax.data() : nullptr, m, got.data());
       REQUIRE_MESSAGE(err.empty(), err);
       Mismatches mm, mref;
       parallel_for(m, [&](size_t lo, size_t hi) {
