@@ -25,5 +25,10 @@ void add_explain(CLI::App& app);
 void add_tour(CLI::App& app);
 void add_lop3(CLI::App& app);
 void add_prmt(CLI::App& app);
+void add_quant(CLI::App& app);
+void add_dequant(CLI::App& app);
+void add_permute(CLI::App& app);
+void add_verify(CLI::App& app);
+void add_device(CLI::App& app);
 
 }  // namespace dql::cli

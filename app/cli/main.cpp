@@ -15,6 +15,11 @@ int main(int argc, char** argv) {
   dql::cli::add_tour(app);
   dql::cli::add_lop3(app);
   dql::cli::add_prmt(app);
+  dql::cli::add_quant(app);
+  dql::cli::add_dequant(app);
+  dql::cli::add_permute(app);
+  dql::cli::add_verify(app);
+  dql::cli::add_device(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -33,6 +33,9 @@ DQL_HD uint32_t soft_cvt_f16x2_f32(uint32_t hi, uint32_t lo) {
   return pack16(soft_cvt_f16_f32(lo), soft_cvt_f16_f32(hi));
 }
 DQL_HD uint32_t soft_cvt_f16_s32(int32_t a) { return soft_from_int(kF16, a); }
+DQL_HD uint32_t soft_cvt_bf16x2_f32(uint32_t hi, uint32_t lo) {
+  return pack16(soft_convert(kBF16, kF32, lo), soft_convert(kBF16, kF32, hi));
+}
 
 // ---- the instructions -----------------------------------------------------------------------
 
@@ -132,6 +135,17 @@ DQL_HD uint32_t cvt_f16x2_f32(uint32_t hi, uint32_t lo) {
   return d;
 #else
   return soft_cvt_f16x2_f32(hi, lo);
+#endif
+}
+
+// cvt.rn.bf16x2.f32 d, hi, lo (sm_80 and newer)
+DQL_HD uint32_t cvt_bf16x2_f32(uint32_t hi, uint32_t lo) {
+#if DQL_ARCH >= 800
+  uint32_t d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+  return d;
+#else
+  return soft_cvt_bf16x2_f32(hi, lo);
 #endif
 }
 

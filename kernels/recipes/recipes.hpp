@@ -65,6 +65,45 @@ inline constexpr RecipeSpec kSpecs[kRecipeCount] = {
 // Compile-time use only on the device (e.g. sizing a kernel's result array).
 constexpr const RecipeSpec& spec_of(RecipeId id) { return kSpecs[static_cast<int>(id)]; }
 
+// The same facts as kSpecs, as functions device code can call with a run-time id (the tests
+// check that both agree).
+DQL_HD constexpr int recipe_elems(RecipeId id) {
+  switch (id) {
+    case RecipeId::FtUint8F16:
+    case RecipeId::FtUint8Bf16:
+    case RecipeId::CutlassInt8F16:
+    case RecipeId::NaiveInt8F16: return 4;
+    default: return 8;
+  }
+}
+DQL_HD constexpr int recipe_bits(RecipeId id) { return recipe_elems(id) == 4 ? 8 : 4; }
+DQL_HD constexpr OutType recipe_out(RecipeId id) {
+  return (id == RecipeId::FtUint8Bf16 || id == RecipeId::FtInt4Bf16) ? OutType::BF16 : OutType::F16;
+}
+DQL_HD constexpr Encoding recipe_encoding(RecipeId id) {
+  switch (id) {
+    case RecipeId::AwqInt4F16: return Encoding::Unsigned;
+    case RecipeId::FtInt4F16:
+    case RecipeId::FtUint8F16:
+    case RecipeId::FtUint8Bf16:
+    case RecipeId::FtInt4Bf16: return Encoding::Biased;
+    case RecipeId::Nf4F16: return Encoding::Nf4Code;
+    default: return Encoding::TwosComp;
+  }
+}
+// The nibble or byte that holds logical element e.
+DQL_HD constexpr int recipe_slot_of(RecipeId id, int e) {
+  switch (id) {
+    case RecipeId::AwqInt4F16:
+    case RecipeId::FtInt4F16:
+    case RecipeId::FtInt4Bf16: return (e % 2 == 0) ? e / 2 : 4 + e / 2;  // order 0 2 4 6 1 3 5 7
+    case RecipeId::FtUint8F16:
+    case RecipeId::FtUint8Bf16: return (e == 1 || e == 2) ? 3 - e : e;  // order 0 2 1 3
+    case RecipeId::Nf4F16: return e ^ 1;                                // order 1 0 3 2 5 4 7 6
+    default: return e;                                                  // natural
+  }
+}
+
 // The NF4 code book (bitsandbytes), as fp32 bit patterns; code 7 is exactly 0.
 DQL_HD constexpr uint32_t nf4_code_bits(uint32_t code) {
   switch (code & 15u) {

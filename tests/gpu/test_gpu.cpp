@@ -15,6 +15,7 @@
 #include "kernels/bits/arith.hpp"
 #include "kernels/bits/lop3.hpp"
 #include "kernels/bits/prmt.hpp"
+#include "kernels/backend/backend.hpp"
 #include "kernels/recipes/catalog.hpp"
 
 using namespace dql;
@@ -203,6 +204,77 @@ TEST_CASE("every recipe on the device equals the host, 2^26 registers each") {
                 spec.name, kInputs, bad, ref_bad);
     CHECK_MESSAGE(bad == 0, spec.name);
     CHECK_MESSAGE(ref_bad == 0, spec.name);
+  }
+}
+
+TEST_CASE("whole matrices: the CUDA backend equals the CPU twin for quant, every dequant recipe and permute") {
+  std::string why;
+  auto gpu = make_cuda_backend(&why);
+  REQUIRE_MESSAGE(gpu != nullptr, why);
+  auto cpu = make_cpu_backend();
+  using quant::Layout;
+  using quant::Scheme;
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 512}, {256, 1024}};
+  if (kInputs >= (size_t{1} << 26)) shapes.push_back({4096, 4096});
+  for (const auto& [n, k] : shapes) {
+    const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(n + k), n, k);
+    const QuantSpec specs[] = {{Scheme::Int8Sym, Layout::Plain, static_cast<int>(k)}, {Scheme::Int8Sym, Layout::Plain, 128},
+                               {Scheme::Int8Sym, Layout::Ft, 64},      {Scheme::Int4Sym, Layout::Plain, 32},
+                               {Scheme::Int4Sym, Layout::Ft, 128},     {Scheme::Int4Sym, Layout::Ft, static_cast<int>(k)},
+                               {Scheme::Int4Asym, Layout::Awq, 64},    {Scheme::Int4Asym, Layout::Awq, 128},
+                               {Scheme::Nf4, Layout::Plain, 64},       {Scheme::Nf4, Layout::Plain, 512}};
+    for (const QuantSpec& s : specs) {
+      const QuantizedMatrix a = gpu->quantize(w, s), b = cpu->quantize(w, s);
+      const bool same = a.qwords == b.qwords && a.scales == b.scales && a.qzeros == b.qzeros && a.absmax == b.absmax;
+      std::printf("%5lldx%-5lld scheme %d layout %d group %4d: quant %s", static_cast<long long>(n),
+                  static_cast<long long>(k), static_cast<int>(s.scheme), static_cast<int>(s.layout), s.group,
+                  same ? "same" : "DIFFERENT");
+      CHECK(same);
+      for (auto r : recipes_for(s)) {
+        const bool eq = gpu->dequantize(a, r) == cpu->dequantize(a, r);
+        std::printf(", %s %s", recipes::spec_of(r).name, eq ? "same" : "DIFFERENT");
+        CHECK_MESSAGE(eq, recipes::spec_of(r).name);
+      }
+      std::printf("\n");
+    }
+    for (int bits : {4, 8}) {
+      std::vector<uint32_t> words(static_cast<size_t>(n * k * bits / 32));
+      for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint32_t>(splitmix(i + 77));
+      const auto f = gpu->permute(bits, n, k, words, true);
+      CHECK(f == cpu->permute(bits, n, k, words, true));
+      CHECK(gpu->permute(bits, n, k, f, false) == words);
+    }
+  }
+}
+
+TEST_CASE("trace: every step's register on the GPU equals the CPU's") {
+  std::string why;
+  auto gpu = make_cuda_backend(&why);
+  REQUIRE_MESSAGE(gpu != nullptr, why);
+  auto cpu = make_cpu_backend();
+  for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
+    size_t bad = 0;
+    for (int i = 0; i < 200; ++i) {
+      const uint64_t r = splitmix(static_cast<uint64_t>(i) * 31 + static_cast<uint64_t>(info.spec->id));
+      const recipes::Inputs in{static_cast<uint32_t>(r), (static_cast<uint32_t>(110 + (r >> 32) % 30) << 23)};
+      const auto g = gpu->trace_values(info.spec->id, in), c = cpu->trace_values(info.spec->id, in);
+      if (g != c || g.empty()) ++bad;
+    }
+    std::printf("trace %-18s 200 registers, %zu differ\n", info.spec->name, bad);
+    CHECK(bad == 0);
+  }
+}
+
+TEST_CASE("verify: every recipe on all 2^32 registers") {
+  std::string why;
+  auto gpu = make_cuda_backend(&why);
+  REQUIRE_MESSAGE(gpu != nullptr, why);
+  for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
+    const VerifyResult r = gpu->verify(info.spec->id);
+    std::printf("verify %-18s %llu registers, %llu mismatches, %.3f s\n", info.spec->name,
+                static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.mismatches), r.seconds);
+    CHECK(r.exhaustive);
+    CHECK(r.mismatches == 0);
   }
 }
 

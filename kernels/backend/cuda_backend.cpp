@@ -1,0 +1,203 @@
+// The GPU backend: host data in, host data out; each step runs the CUDA kernels in kernels/cuda.
+#include <cuda_runtime.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "backend.hpp"
+#include "host_steps.hpp"
+#include "kernels/cuda/launch.hpp"
+
+namespace dql {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw Error(fmt::format("{} failed on the GPU: {}", what, cudaGetErrorString(e)));
+}
+void check(const std::string& err) {
+  if (!err.empty()) throw Error(err);
+}
+
+// A device allocation that frees itself.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t n) : n_(n) {
+    if (n) check(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)), "cudaMalloc");
+  }
+  DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
+    if (n_) check(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), "copy to the GPU");
+  }
+  DeviceArray(const T* host, size_t n) : DeviceArray(n) {
+    if (n_) check(cudaMemcpy(p_, host, n_ * sizeof(T), cudaMemcpyHostToDevice), "copy to the GPU");
+  }
+  ~DeviceArray() {
+    if (p_) cudaFree(p_);
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  T* get() const { return p_; }
+  std::vector<T> to_host() const {
+    std::vector<T> h(n_);
+    if (n_) check(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), "copy from the GPU");
+    return h;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    cudaDeviceProp p{};
+    check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+    info_.backend = "cuda";
+    info_.name = p.name;
+    info_.cc_major = p.major;
+    info_.cc_minor = p.minor;
+    info_.sms = p.multiProcessorCount;
+    info_.memory_bytes = p.totalGlobalMem;
+    info_.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+    int clock = 0;
+    if (cudaDeviceGetAttribute(&clock, cudaDevAttrClockRate, device) == cudaSuccess) info_.sm_clock_mhz = clock / 1000;
+    if (cudaDeviceGetAttribute(&clock, cudaDevAttrMemoryClockRate, device) == cudaSuccess) {
+      info_.mem_clock_mhz = clock / 1000;
+    }
+    cudaDriverGetVersion(&info_.driver_version);
+    cudaRuntimeGetVersion(&info_.runtime_version);
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) info_.free_bytes = free_b;
+  }
+  const DeviceInfo& info() const override { return info_; }
+
+  QuantizedMatrix quantize(const Tensor& w, const QuantSpec& spec) override {
+    const int64_t n = w.shape.at(0), k = w.shape.at(1);
+    check_quant_shape(spec, n, k);
+    const size_t groups = group_count(spec, n, k), words = qword_count(spec, n, k);
+    require_memory(static_cast<size_t>(n * k) * 5 + words * 8 + groups * 16);
+    DeviceArray<float> dw(w.as<float>(), static_cast<size_t>(n * k));
+    DeviceArray<int8_t> codes(static_cast<size_t>(n * k));
+    DeviceArray<uint16_t> scales(groups);
+    DeviceArray<uint8_t> zeros(groups);
+    const bool nf4 = spec.scheme == quant::Scheme::Nf4;
+    DeviceArray<float> absmax(nf4 ? groups : 0);
+    const quant::QuantArgs qa{spec.scheme, n,           k,           spec.group, dw.get(),
+                              codes.get(), scales.get(), zeros.get(), absmax.get()};
+    check(cuda::launch_quant(qa));
+    QuantizedMatrix q{spec, n, k, {}, {}, {}, {}};
+    if (!nf4) check_scales(spec, scales.to_host(), n, k);
+
+    DeviceArray<uint32_t> plain(words);
+    DeviceArray<uint16_t> scales_out(nf4 ? 0 : groups);
+    DeviceArray<uint32_t> qzeros(spec.layout == quant::Layout::Awq ? groups / 8 : 0);
+    const quant::PackArgs pa{spec.scheme,  spec.layout, n,           k,                spec.group, codes.get(),
+                             scales.get(), zeros.get(), plain.get(), scales_out.get(), qzeros.get()};
+    check(cuda::launch_pack(pa));
+    if (!nf4) check(cuda::launch_pack_params(pa, static_cast<int64_t>(groups)));
+    if (spec.layout == quant::Layout::Ft) {
+      DeviceArray<uint32_t> ft(words);
+      check(cuda::launch_permute(quant::PermuteArgs{quant::scheme_bits(spec.scheme), n, k, plain.get(), ft.get()}, true));
+      q.qwords = ft.to_host();
+    } else {
+      q.qwords = plain.to_host();
+    }
+    q.scales = scales_out.to_host();
+    q.qzeros = qzeros.to_host();
+    q.absmax = absmax.to_host();
+    return q;
+  }
+
+  std::vector<uint16_t> dequantize(const QuantizedMatrix& q, recipes::RecipeId recipe) override {
+    check_recipe_reads(q.spec, recipe);
+    const size_t out_n = static_cast<size_t>(q.n * q.k);
+    require_memory(q.qwords.size() * 4 + q.scales.size() * 2 + q.qzeros.size() * 4 + q.absmax.size() * 4 + out_n * 2);
+    DeviceArray<uint32_t> qw(q.qwords);
+    DeviceArray<uint16_t> sc(q.scales);
+    DeviceArray<uint32_t> qz(q.qzeros);
+    DeviceArray<float> am(q.absmax);
+    DeviceArray<uint16_t> out(out_n);
+    const quant::DequantArgs da{q.spec.scheme, q.spec.layout, recipe,   q.n,      q.k,      q.spec.group,
+                                qw.get(),      sc.get(),      qz.get(), am.get(), out.get()};
+    check(cuda::launch_dequant(da));
+    return out.to_host();
+  }
+
+  std::vector<uint32_t> permute(int bits, int64_t n, int64_t k, const std::vector<uint32_t>& words,
+                                bool forward) override {
+    check_permute_shape(bits, n, k);
+    require_memory(words.size() * 8);
+    DeviceArray<uint32_t> in(words);
+    DeviceArray<uint32_t> out(words.size());
+    check(cuda::launch_permute(quant::PermuteArgs{bits, n, k, in.get(), out.get()}, forward));
+    return out.to_host();
+  }
+
+  std::vector<uint32_t> trace_values(recipes::RecipeId id, const recipes::Inputs& in) override {
+    DeviceArray<uint32_t> values(64);
+    DeviceArray<int> count(1);
+    check(cuda::launch_trace(id, in.reg, in.absmax, values.get(), count.get()));
+    const int n = count.to_host()[0];
+    std::vector<uint32_t> v = values.to_host();
+    v.resize(static_cast<size_t>(n));
+    return v;
+  }
+
+  VerifyResult verify(recipes::RecipeId id) override {
+    DeviceArray<unsigned long long> counts(std::vector<unsigned long long>{0ull, ~0ull});
+    const auto t0 = std::chrono::steady_clock::now();
+    check(cuda::launch_verify(id, counts.get()));
+    VerifyResult r;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto c = counts.to_host();
+    r.checked = 1ull << 32;
+    r.exhaustive = true;
+    r.mismatches = c[0];
+    r.first_mismatch = c[0] ? c[1] : 0;
+    return r;
+  }
+
+ private:
+  DeviceInfo info_;
+
+  void require_memory(size_t bytes) {
+    size_t free_b = 0, total_b = 0;
+    check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+    if (bytes > free_b) {
+      throw Error(fmt::format("this needs {:.2f} GiB on the GPU but {:.2f} GiB are free: use a smaller matrix or "
+                              "--backend cpu", bytes / 1073741824.0, free_b / 1073741824.0));
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(std::string* why) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    if (why) {
+      if (e == cudaSuccess || e == cudaErrorNoDevice) {
+        *why = "no CUDA GPU found";
+      } else if (e == cudaErrorInsufficientDriver) {
+        *why = "no NVIDIA driver that can run CUDA was found";
+      } else {
+        *why = fmt::format("no usable CUDA GPU ({})", cudaGetErrorString(e));
+      }
+    }
+    cudaGetLastError();  // clear the sticky error of a failed probe
+    return nullptr;
+  }
+  try {
+    return std::make_unique<CudaBackend>(0);
+  } catch (const Error& err) {
+    if (why) *why = err.what();
+    return nullptr;
+  }
+}
+
+}  // namespace dql

@@ -1,0 +1,125 @@
+#include "launch.hpp"
+
+#include <cuda_runtime.h>
+
+#include <initializer_list>
+
+#include "kernels/recipes/reference.hpp"
+
+namespace dql::cuda {
+
+namespace {
+
+template <class Args, void (*Item)(const Args&, int64_t)>
+__global__ void items_kernel(Args a, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    Item(a, i);
+  }
+}
+
+std::string finish(const char* what) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) return {};
+  return std::string(what) + " failed on the GPU: " + cudaGetErrorString(e);
+}
+
+template <class Args, void (*Item)(const Args&, int64_t)>
+std::string launch_items(const Args& a, int64_t n, const char* what) {
+  if (n <= 0) return {};
+  const int64_t blocks = (n + 255) / 256;
+  items_kernel<Args, Item><<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256>>>(a, n);
+  return finish(what);
+}
+
+// Records each step's destination register on the device, in the order the host traces them.
+struct DeviceRecorder {
+  static constexpr bool kTrace = true;
+  uint32_t* values;
+  int count;
+  __device__ void record(recipes::OpKind, const char*, recipes::Reg dst, std::initializer_list<recipes::Opd>,
+                         uint32_t, const char*, const char* = nullptr) {
+    values[count++] = dst.v;
+  }
+};
+
+__global__ void trace_kernel(recipes::RecipeId id, uint32_t reg, uint32_t absmax, uint32_t* values, int* count) {
+  recipes::Exec<DeviceRecorder> x{DeviceRecorder{values, 0}};
+  const uint32_t in[2] = {reg, absmax};
+  uint32_t out[4];
+  recipes::run_recipe(id, x, in, out);
+  *count = x.rec.count;
+}
+
+template <recipes::RecipeId Id>
+__global__ void verify_kernel(unsigned long long* counts) {
+  constexpr int kElems = recipes::recipe_elems(Id);
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t r = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; r < (1ull << 32); r += stride) {
+    const uint32_t in[2] = {static_cast<uint32_t>(r), 0x3F800000u};
+    uint32_t out[4];
+    recipes::Exec<recipes::NoTrace> x;
+    recipes::run_recipe(Id, x, in, out);
+    bool bad = false;
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) {
+      const uint32_t got = (e % 2) ? bits::hi16(out[e / 2]) : bits::lo16(out[e / 2]);
+      bad |= got != recipes::reference_bits(Id, in[0], in[1], e);
+    }
+    if (bad) {
+      atomicAdd(&counts[0], 1ull);
+      atomicMin(&counts[1], static_cast<unsigned long long>(r));
+    }
+  }
+}
+
+}  // namespace
+
+std::string launch_quant(const quant::QuantArgs& a) {
+  return launch_items<quant::QuantArgs, quant::quant_group>(a, quant::quant_items(a), "quantize");
+}
+std::string launch_pack(const quant::PackArgs& a) {
+  return launch_items<quant::PackArgs, quant::pack_word>(a, quant::pack_items(a), "pack");
+}
+std::string launch_pack_params(const quant::PackArgs& a, int64_t groups) {
+  return launch_items<quant::PackArgs, quant::pack_params>(a, groups, "pack scales");
+}
+std::string launch_permute(const quant::PermuteArgs& a, bool forward) {
+  return forward ? launch_items<quant::PermuteArgs, quant::ft_forward_word>(a, quant::permute_items(a), "permute")
+                 : launch_items<quant::PermuteArgs, quant::ft_inverse_word>(a, quant::permute_items(a), "permute");
+}
+std::string launch_dequant(const quant::DequantArgs& a) {
+  return launch_items<quant::DequantArgs, quant::dequant_word>(a, quant::dequant_items(a), "dequantize");
+}
+
+std::string launch_trace(recipes::RecipeId id, uint32_t reg, uint32_t absmax, uint32_t* values, int* count) {
+  trace_kernel<<<1, 1>>>(id, reg, absmax, values, count);
+  return finish("trace");
+}
+
+std::string launch_verify(recipes::RecipeId id, unsigned long long* counts) {
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const unsigned blocks = static_cast<unsigned>(sms > 0 ? sms * 8 : 1024);
+  using R = recipes::RecipeId;
+  switch (id) {
+#define DQL_VERIFY(ID) \
+  case R::ID: verify_kernel<R::ID><<<blocks, 256>>>(counts); break;
+    DQL_VERIFY(AwqInt4F16)
+    DQL_VERIFY(FtInt4F16)
+    DQL_VERIFY(FtUint8F16)
+    DQL_VERIFY(FtUint8Bf16)
+    DQL_VERIFY(FtInt4Bf16)
+    DQL_VERIFY(CutlassInt4F16)
+    DQL_VERIFY(CutlassInt8F16)
+    DQL_VERIFY(Nf4F16)
+    DQL_VERIFY(NaiveInt4F16)
+    DQL_VERIFY(NaiveInt8F16)
+#undef DQL_VERIFY
+  }
+  return finish("verify");
+}
+
+}  // namespace dql::cuda

@@ -1,0 +1,195 @@
+#include "files.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace dql {
+
+namespace fs = std::filesystem;
+using quant::Layout;
+using quant::Scheme;
+
+const char* scheme_name(Scheme s) {
+  switch (s) {
+    case Scheme::Int8Sym: return "int8-sym";
+    case Scheme::Int4Sym: return "int4-sym";
+    case Scheme::Int4Asym: return "int4-asym";
+    case Scheme::Nf4: return "nf4";
+  }
+  return "?";
+}
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Plain: return "plain";
+    case Layout::Awq: return "awq";
+    case Layout::Ft: return "ft";
+  }
+  return "?";
+}
+
+namespace {
+
+template <class T>
+Tensor tensor_of(DType t, std::vector<int64_t> shape, const std::vector<T>& v) {
+  Tensor x = make_tensor(t, std::move(shape));
+  if (x.data.size() != v.size() * sizeof(T)) throw Error("internal error: a saved array has the wrong size");
+  std::memcpy(x.data.data(), v.data(), x.data.size());
+  return x;
+}
+
+template <class T>
+std::vector<T> values_of(const Tensor& t) {
+  std::vector<T> v(t.data.size() / sizeof(T));
+  std::memcpy(v.data(), t.data.data(), v.size() * sizeof(T));
+  return v;
+}
+
+void expect(const Tensor& t, DType dt, size_t dims, const std::string& path, const std::string& wanted) {
+  if (t.dtype != dt || t.shape.size() != dims) {
+    throw Error(fmt::format("'{}' is {} [{}], but this format stores {}", path, dtype_name(t.dtype), t.shape_text(),
+                            wanted));
+  }
+}
+
+std::vector<uint32_t> words_of_bytes(const Tensor& t) {
+  if (t.data.size() % 4 != 0) throw Error("a packed array's size is not a whole number of 32-bit words");
+  return values_of<uint32_t>(t);
+}
+
+}  // namespace
+
+Tensor plain_packed_tensor(int bits, int64_t n, int64_t k, const std::vector<uint32_t>& words) {
+  return bits == 8 ? tensor_of(DType::I8, {n, k}, words) : tensor_of(DType::U8, {n, k / 2}, words);
+}
+
+Tensor ft_packed_tensor(int bits, int64_t n, int64_t k, const std::vector<uint32_t>& words) {
+  const int64_t inter = bits == 4 ? 4 : 2;
+  return tensor_of(DType::U8, {n / inter, k * inter * bits / 8}, words);
+}
+
+PackedFile read_plain_packed(const std::string& path, int bits) {
+  const Tensor t = read_npy(path);
+  PackedFile p;
+  if (bits == 8) {
+    expect(t, DType::I8, 2, path, "int8 [N, K] for plain int8");
+    p.n = t.shape[0], p.k = t.shape[1];
+  } else {
+    expect(t, DType::U8, 2, path, "uint8 [N, K / 2] for plain int4 (two elements a byte, the first in the low nibble)");
+    p.n = t.shape[0], p.k = 2 * t.shape[1];
+  }
+  if (p.k % 8 != 0) throw Error(fmt::format("'{}' has K = {}; K must be a multiple of 8", path, p.k));
+  p.words = words_of_bytes(t);
+  return p;
+}
+
+PackedFile read_ft_packed(const std::string& path, int bits) {
+  const Tensor t = read_npy(path);
+  const int64_t inter = bits == 4 ? 4 : 2;
+  expect(t, DType::U8, 2, path, fmt::format("uint8 [N / {0}, K * {0} * {1} / 8] for the int{1} mixed-GEMM layout", inter, bits));
+  PackedFile p;
+  p.n = t.shape[0] * inter;
+  p.k = t.shape[1] * 8 / (inter * bits);
+  if (t.shape[1] * 8 % (inter * bits) != 0) throw Error(fmt::format("'{}' has a row length that no K gives", path));
+  p.words = words_of_bytes(t);
+  return p;
+}
+
+void save_quantized(const std::string& dir, const QuantizedMatrix& q) {
+  const int bits = quant::scheme_bits(q.spec.scheme);
+  const int64_t n = q.n, k = q.k, groups = k / q.spec.group;
+  std::vector<std::pair<std::string, Tensor>> files;
+  switch (q.spec.layout) {
+    case Layout::Plain: files.emplace_back("qweight.npy", plain_packed_tensor(bits, n, k, q.qwords)); break;
+    case Layout::Awq: files.emplace_back("qweight.npy", tensor_of(DType::I32, {k, n / 8}, q.qwords)); break;
+    case Layout::Ft: files.emplace_back("qweight.npy", ft_packed_tensor(bits, n, k, q.qwords)); break;
+  }
+  if (q.spec.scheme == Scheme::Nf4) {
+    files.emplace_back("absmax.npy", tensor_of(DType::F32, {n, groups}, q.absmax));
+  } else if (q.spec.layout == Layout::Plain) {
+    files.emplace_back("scales.npy", tensor_of(DType::F16, {n, groups}, q.scales));
+  } else {
+    files.emplace_back("scales.npy", tensor_of(DType::F16, {groups, n}, q.scales));
+  }
+  if (q.spec.layout == Layout::Awq) files.emplace_back("zeros.npy", tensor_of(DType::I32, {groups, n / 8}, q.qzeros));
+
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("cannot create the folder '{}': {}", dir, ec.message()));
+  std::vector<std::string> written;
+  try {
+    for (const auto& [name, t] : files) {
+      const std::string tmp = (fs::path(dir) / ("." + name + ".partial")).string();
+      write_npy(tmp, t);
+      written.push_back(tmp);
+    }
+  } catch (...) {
+    for (const auto& w : written) fs::remove(w, ec);
+    throw;
+  }
+  for (const auto& [name, t] : files) {
+    fs::rename(fs::path(dir) / ("." + name + ".partial"), fs::path(dir) / name, ec);
+    if (ec) throw Error(fmt::format("cannot write '{}': {}", (fs::path(dir) / name).string(), ec.message()));
+  }
+}
+
+QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
+  const int bits = quant::scheme_bits(spec.scheme);
+  const std::string qpath = (fs::path(dir) / "qweight.npy").string();
+  QuantizedMatrix q;
+  q.spec = spec;
+  std::string params_path;
+  Tensor params;
+  if (spec.layout == Layout::Awq) {
+    const Tensor t = read_npy(qpath);
+    expect(t, DType::I32, 2, qpath, "int32 [K, N / 8] (AWQ qweight)");
+    q.k = t.shape[0], q.n = t.shape[1] * 8;
+    q.qwords = values_of<uint32_t>(t);
+  } else {
+    const PackedFile p = spec.layout == Layout::Ft ? read_ft_packed(qpath, bits) : read_plain_packed(qpath, bits);
+    q.n = p.n, q.k = p.k, q.qwords = p.words;
+  }
+  int64_t groups;
+  if (spec.scheme == Scheme::Nf4) {
+    params_path = (fs::path(dir) / "absmax.npy").string();
+    params = read_npy(params_path);
+    expect(params, DType::F32, 2, params_path, "float32 [N, K / blocksize] (NF4 absmax)");
+    if (params.shape[0] != q.n) throw Error(fmt::format("'{}' has {} rows; qweight.npy has N = {}", params_path, params.shape[0], q.n));
+    groups = params.shape[1];
+    q.absmax = values_of<float>(params);
+  } else {
+    params_path = (fs::path(dir) / "scales.npy").string();
+    params = read_npy(params_path);
+    const bool by_row = spec.layout == Layout::Plain;
+    expect(params, DType::F16, 2, params_path, by_row ? "float16 [N, K / G]" : "float16 [K / G, N]");
+    const int64_t nn = by_row ? params.shape[0] : params.shape[1];
+    groups = by_row ? params.shape[1] : params.shape[0];
+    if (nn != q.n) throw Error(fmt::format("'{}' covers N = {} columns; qweight.npy has N = {}", params_path, nn, q.n));
+    q.scales = values_of<uint16_t>(params);
+  }
+  if (groups < 1 || q.k % groups != 0) {
+    throw Error(fmt::format("'{}' has {} groups per row, which does not divide K = {}", params_path, groups, q.k));
+  }
+  const int group = static_cast<int>(q.k / groups);
+  if (spec.group != 0 && spec.group != group) {
+    throw Error(fmt::format("the files hold groups of {} along K, not {}: drop --group / --blocksize or give {}", group,
+                            spec.group, group));
+  }
+  q.spec.group = group;
+  check_quant_shape(q.spec, q.n, q.k);
+  if (spec.layout == Layout::Awq) {
+    const std::string zpath = (fs::path(dir) / "zeros.npy").string();
+    const Tensor z = read_npy(zpath);
+    expect(z, DType::I32, 2, zpath, "int32 [K / G, N / 8] (AWQ qzeros)");
+    if (z.shape[0] != groups || z.shape[1] * 8 != q.n) {
+      throw Error(fmt::format("'{}' is [{}], but the weights need [{}, {}]", zpath, z.shape_text(), groups, q.n / 8));
+    }
+    q.qzeros = values_of<uint32_t>(z);
+  }
+  return q;
+}
+
+}  // namespace dql

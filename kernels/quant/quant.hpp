@@ -1,0 +1,352 @@
+// Quantization schemes, packing into the real formats, and dequantization over whole matrices,
+// written as per-item __host__ __device__ functions. The CUDA kernels run one item per thread;
+// the CPU twin runs the very same functions over all items on every core. fp32 arithmetic is
+// spelled with explicit round-to-nearest operations so both sides round identically.
+//
+// Weights are [N, K] row-major (output x input features); groups and blocks run along K.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/bits/arith.hpp"
+#include "kernels/layouts/ft.hpp"
+#include "kernels/recipes/recipes.hpp"
+
+#if !defined(__CUDA_ARCH__)
+#include <cmath>
+#include <cstring>
+#endif
+
+namespace dql::quant {
+
+enum class Scheme : uint8_t { Int8Sym, Int4Sym, Int4Asym, Nf4 };
+enum class Layout : uint8_t { Plain, Awq, Ft };
+
+DQL_HD constexpr int scheme_bits(Scheme s) { return s == Scheme::Int8Sym ? 8 : 4; }
+
+// ---- fp32 with explicit rounding -------------------------------------------------------------
+
+DQL_HD float f32_of(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+DQL_HD uint32_t bits_of_f32(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+DQL_HD float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+DQL_HD float sub_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+DQL_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+// Round to the nearest integer, ties to even.
+DQL_HD float rint_even(float x) {
+#if defined(__CUDA_ARCH__)
+  return rintf(x);
+#else
+  return std::nearbyint(x);
+#endif
+}
+DQL_HD float abs_f(float x) { return x < 0.0f ? -x : x; }
+DQL_HD float half_to_f32(uint32_t h) { return f32_of(bits::soft_convert(bits::kF32, bits::kF16, h & 0xFFFFu)); }
+DQL_HD uint16_t f32_to_half(float f) { return static_cast<uint16_t>(bits::cvt_f16_f32(bits_of_f32(f))); }
+
+// ---- NF4 -------------------------------------------------------------------------------------
+
+// Boundary between codes c and c + 1 (the midpoints of the code book, as bitsandbytes has them).
+DQL_HD constexpr float nf4_threshold(int c) {
+  switch (c) {
+    case 0: return -0.8480964004993439f;
+    case 1: return -0.6106329262256622f;
+    case 2: return -0.4599952697753906f;
+    case 3: return -0.33967943489551544f;
+    case 4: return -0.23460740596055984f;
+    case 5: return -0.13791173323988914f;
+    case 6: return -0.045525018125772476f;
+    case 7: return 0.03979014977812767f;
+    case 8: return 0.1202552504837513f;
+    case 9: return 0.2035212516784668f;
+    case 10: return 0.2920137718319893f;
+    case 11: return 0.3893125355243683f;
+    case 12: return 0.5016634166240692f;
+    case 13: return 0.6427869200706482f;
+    default: return 0.8614784181118011f;
+  }
+}
+// The code of a value already divided by absmax: the number of boundaries it is strictly
+// above, so a value equal to a boundary takes the lower code (what the decision tree does).
+DQL_HD int nf4_code(float x) {
+  int c = 0;
+  for (int t = 0; t < 15; ++t) c += x > nf4_threshold(t) ? 1 : 0;
+  return c;
+}
+
+// ---- quantize: one group (or NF4 block) per item ---------------------------------------------
+
+struct QuantArgs {
+  Scheme scheme;
+  int64_t n, k;
+  int group;           // G (sym / asym) or the NF4 blocksize
+  const float* w;      // [N, K]
+  int8_t* codes;       // [N, K]: signed values (sym), 0..15 (asym, NF4)
+  uint16_t* scales;    // [N, K / G] fp16 (sym, asym)
+  uint8_t* zeros;      // [N, K / G] (asym)
+  float* absmax;       // [N, K / B] (NF4)
+};
+
+DQL_HD int64_t quant_items(const QuantArgs& a) { return a.n * (a.k / a.group); }
+
+DQL_HD void quant_group(const QuantArgs& a, int64_t item) {
+  const int64_t groups = a.k / a.group;
+  const int64_t row = item / groups, first = row * a.k + (item % groups) * a.group;
+  const float* w = a.w + first;
+  int8_t* q = a.codes + first;
+  const int g = a.group;
+  if (a.scheme == Scheme::Nf4) {
+    float amax = 0.0f;
+    for (int i = 0; i < g; ++i) amax = abs_f(w[i]) > amax ? abs_f(w[i]) : amax;
+    a.absmax[item] = amax;
+    const float inv = amax > 0.0f ? div_rn(1.0f, amax) : 0.0f;
+    for (int i = 0; i < g; ++i) q[i] = static_cast<int8_t>(amax > 0.0f ? nf4_code(mul_rn(w[i], inv)) : 7);
+    return;
+  }
+  if (a.scheme == Scheme::Int4Asym) {
+    float mx = w[0], mn = w[0];
+    for (int i = 1; i < g; ++i) {
+      mx = w[i] > mx ? w[i] : mx;
+      mn = w[i] < mn ? w[i] : mn;
+    }
+    float range = sub_rn(mx, mn);
+    range = range > 1e-5f ? range : 1e-5f;
+    const uint16_t sh = f32_to_half(div_rn(range, 15.0f));
+    a.scales[item] = sh;
+    const float s = half_to_f32(sh);
+    float z = s > 0.0f ? -rint_even(div_rn(mn, s)) : 0.0f;
+    z = z < 0.0f ? 0.0f : (z > 15.0f ? 15.0f : z);
+    a.zeros[item] = static_cast<uint8_t>(z);
+    for (int i = 0; i < g; ++i) {
+      float v = s > 0.0f ? rint_even(div_rn(w[i], s)) + z : z;
+      v = v < 0.0f ? 0.0f : (v > 15.0f ? 15.0f : v);
+      q[i] = static_cast<int8_t>(v);
+    }
+    return;
+  }
+  const float qmax = a.scheme == Scheme::Int8Sym ? 127.0f : 7.0f;
+  float amax = 0.0f;
+  for (int i = 0; i < g; ++i) amax = abs_f(w[i]) > amax ? abs_f(w[i]) : amax;
+  const uint16_t sh = f32_to_half(div_rn(amax, qmax));
+  a.scales[item] = sh;
+  const float s = half_to_f32(sh);
+  for (int i = 0; i < g; ++i) {
+    float v = (s > 0.0f && s < 65536.0f) ? rint_even(div_rn(w[i], s)) : 0.0f;
+    v = v < -qmax - 1.0f ? -qmax - 1.0f : (v > qmax ? qmax : v);
+    q[i] = static_cast<int8_t>(v);
+  }
+}
+
+// ---- pack codes into 32-bit words -------------------------------------------------------------
+
+// AWQ GEMM format: qweight int32 [K, N / 8]; nibble p of word (k, c) holds column
+// 8c + (0 2 4 6 1 3 5 7)[p], so that the AWQ conversion yields columns 8c .. 8c + 7 in order.
+DQL_HD constexpr int awq_column_of_nibble(int p) { return p < 4 ? 2 * p : 2 * (p - 4) + 1; }
+
+struct PackArgs {
+  Scheme scheme;
+  Layout layout;  // Plain or Awq (Ft is plain packing followed by the FT permutation)
+  int64_t n, k;
+  int group;
+  const int8_t* codes;    // [N, K]
+  const uint16_t* scales; // [N, K / G]
+  const uint8_t* zeros;   // [N, K / G]
+  uint32_t* qwords;
+  uint16_t* scales_out;   // plain: [N, K / G]; awq / ft: [K / G, N]
+  uint32_t* qzeros;       // awq: int32 [K / G, N / 8]
+};
+
+DQL_HD int64_t pack_items(const PackArgs& a) { return a.n * a.k * scheme_bits(a.scheme) / 32; }
+
+DQL_HD void pack_word(const PackArgs& a, int64_t w) {
+  uint32_t word = 0;
+  if (a.layout == Layout::Awq) {
+    const int64_t cols = a.n / 8, row_k = w / cols, c = w % cols;
+    for (int p = 0; p < 8; ++p) {
+      const int64_t col = 8 * c + awq_column_of_nibble(p);
+      word |= (static_cast<uint32_t>(a.codes[col * a.k + row_k]) & 0xFu) << (4 * p);
+    }
+  } else if (scheme_bits(a.scheme) == 8) {
+    for (int i = 0; i < 4; ++i) word |= (static_cast<uint32_t>(a.codes[4 * w + i]) & 0xFFu) << (8 * i);
+  } else if (a.scheme == Scheme::Nf4) {
+    for (int j = 0; j < 4; ++j) {  // byte j: element 2j in the high nibble
+      const uint32_t hi = static_cast<uint32_t>(a.codes[8 * w + 2 * j]) & 0xFu;
+      const uint32_t lo = static_cast<uint32_t>(a.codes[8 * w + 2 * j + 1]) & 0xFu;
+      word |= ((hi << 4) | lo) << (8 * j);
+    }
+  } else {
+    for (int i = 0; i < 8; ++i) word |= (static_cast<uint32_t>(a.codes[8 * w + i]) & 0xFu) << (4 * i);
+  }
+  a.qwords[w] = word;
+}
+
+// Scales (and AWQ's zeros) into the format's order; one item per group of the [N, K / G] grid.
+DQL_HD void pack_params(const PackArgs& a, int64_t item) {
+  const int64_t groups = a.k / a.group, row = item / groups, g = item % groups;
+  if (a.layout == Layout::Plain) {
+    a.scales_out[item] = a.scales[item];
+    return;
+  }
+  a.scales_out[g * a.n + row] = a.scales[item];
+  if (a.layout == Layout::Awq && row % 8 == 0) {
+    uint32_t word = 0;
+    for (int p = 0; p < 8; ++p) {
+      word |= (static_cast<uint32_t>(a.zeros[(row + awq_column_of_nibble(p)) * groups + g]) & 0xFu) << (4 * p);
+    }
+    a.qzeros[g * (a.n / 8) + row / 8] = word;
+  }
+}
+
+// ---- the mixed-GEMM permutation, one output word per item -------------------------------------
+
+struct PermuteArgs {
+  int bits;
+  int64_t n, k;
+  const uint32_t* in;
+  uint32_t* out;
+};
+
+DQL_HD int64_t permute_items(const PermuteArgs& a) { return a.n * a.k * a.bits / 32; }
+
+// Signed element (n, k) of a plain packed matrix (low nibble / byte first).
+DQL_HD int32_t plain_element(const uint32_t* words, int bits, int64_t k_total, int64_t n, int64_t k) {
+  const int64_t idx = n * k_total + k;
+  const int e = 32 / bits;
+  const uint32_t field = (words[idx / e] >> (bits * (idx % e))) & ((1u << bits) - 1u);
+  const int32_t half = 1 << (bits - 1);
+  return static_cast<int32_t>(field) - (static_cast<int32_t>(field) >= half ? 2 * half : 0);
+}
+
+// Forward: output word w of the FT layout gathers its elements from the plain matrix.
+DQL_HD void ft_forward_word(const PermuteArgs& a, int64_t w) {
+  const layouts::FtGeometry g{a.bits};
+  const int e = g.per_word();
+  const int32_t bias = 1 << (a.bits - 1);
+  uint32_t word = 0;
+  for (int d = 0; d < e; ++d) {
+    const layouts::FtSource s = layouts::ft_source(g, w, layouts::ft_slot_element(g, d), a.k);
+    const uint32_t v = static_cast<uint32_t>(plain_element(a.in, a.bits, a.k, s.n, s.k) + bias);
+    word |= (v & ((1u << a.bits) - 1u)) << (a.bits * d);
+  }
+  a.out[w] = word;
+}
+
+// Inverse: output word w of the plain matrix gathers from the FT layout.
+DQL_HD void ft_inverse_word(const PermuteArgs& a, int64_t w) {
+  const layouts::FtGeometry g{a.bits};
+  const int e = g.per_word();
+  const int64_t idx = w * e, n = idx / a.k, k0 = idx % a.k;
+  const int32_t bias = 1 << (a.bits - 1);
+  uint32_t word = 0;
+  for (int i = 0; i < e; ++i) {
+    const layouts::FtPlace p = layouts::ft_place(g, n, k0 + i, a.k);
+    const int32_t stored = static_cast<int32_t>((a.in[p.word] >> (a.bits * p.slot)) & ((1u << a.bits) - 1u));
+    word |= (static_cast<uint32_t>(stored - bias) & ((1u << a.bits) - 1u)) << (a.bits * i);
+  }
+  a.out[w] = word;
+}
+
+// ---- dequantize: one packed word per item -----------------------------------------------------
+
+struct DequantArgs {
+  Scheme scheme;
+  Layout layout;
+  recipes::RecipeId recipe;
+  int64_t n, k;
+  int group;
+  const uint32_t* qwords;
+  const uint16_t* scales;  // fp16, in the format's order
+  const uint32_t* qzeros;  // awq
+  const float* absmax;     // nf4, [N, K / B]
+  uint16_t* out;           // [N, K], fp16 or bf16 bits
+};
+
+DQL_HD int64_t dequant_items(const DequantArgs& a) { return a.n * a.k * scheme_bits(a.scheme) / 32; }
+
+DQL_HD void dequant_word(const DequantArgs& a, int64_t w) {
+  const int e = recipes::recipe_elems(a.recipe);
+  const int64_t groups = a.k / a.group;
+  uint32_t in[2] = {a.qwords[w], 0x3F800000u};
+  int64_t row[8], col[8];  // where output element i goes
+  uint32_t s16[8];         // its scale (fp16 bits)
+  if (a.layout == Layout::Awq) {
+    const int64_t cols = a.n / 8, kk = w / cols, c = w % cols;
+    for (int i = 0; i < 8; ++i) {
+      row[i] = 8 * c + i, col[i] = kk;
+      s16[i] = a.scales[(kk / a.group) * a.n + row[i]];
+    }
+  } else if (a.layout == Layout::Ft) {
+    const layouts::FtGeometry g{scheme_bits(a.scheme)};
+    for (int i = 0; i < e; ++i) {
+      const layouts::FtSource s = layouts::ft_source(g, w, i, a.k);
+      row[i] = s.n, col[i] = s.k;
+      s16[i] = a.scales[(s.k / a.group) * a.n + s.n];
+    }
+  } else {
+    const int64_t idx = w * e, n = idx / a.k, k0 = idx % a.k;
+    for (int i = 0; i < e; ++i) {
+      row[i] = n, col[i] = k0 + i;
+      s16[i] = a.scheme == Scheme::Nf4 ? 0u : a.scales[n * groups + k0 / a.group];
+    }
+    if (a.scheme == Scheme::Nf4) in[1] = bits_of_f32(a.absmax[n * groups + k0 / a.group]);
+  }
+  uint32_t q[4];
+  recipes::run_plain(a.recipe, in, q);
+  if (a.layout == Layout::Awq) {  // zero points go through the same conversion, then q - z
+    uint32_t z[4];
+    const uint32_t zin[2] = {a.qzeros[(col[0] / a.group) * (a.n / 8) + w % (a.n / 8)], 0u};
+    recipes::run_plain(a.recipe, zin, z);
+    for (int r = 0; r < 4; ++r) q[r] = bits::sub_f16x2(q[r], z[r]);
+  }
+  uint32_t v[4];
+  for (int r = 0; r < e / 2; ++r) {
+    if (a.scheme == Scheme::Nf4) {
+      v[r] = q[r];  // the recipe already scaled by absmax
+    } else if (recipes::recipe_out(a.recipe) == recipes::OutType::F16) {
+      v[r] = bits::mul_f16x2(q[r], bits::pack16(s16[2 * r], s16[2 * r + 1]));
+    } else {  // bf16: the exact product in fp32, rounded once to bf16
+      const uint32_t lo = bits::mul_f32(bits::lo16(q[r]) << 16, bits::soft_convert(bits::kF32, bits::kF16, s16[2 * r]));
+      const uint32_t hi =
+          bits::mul_f32(bits::hi16(q[r]) << 16, bits::soft_convert(bits::kF32, bits::kF16, s16[2 * r + 1]));
+      v[r] = bits::cvt_bf16x2_f32(hi, lo);
+    }
+  }
+  for (int i = 0; i < e; ++i) {
+    a.out[row[i] * a.k + col[i]] = static_cast<uint16_t>((i % 2) ? bits::hi16(v[i / 2]) : bits::lo16(v[i / 2]));
+  }
+}
+
+}  // namespace dql::quant

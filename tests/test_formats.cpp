@@ -1,0 +1,396 @@
+// Whole matrices on the CPU twin: the FT index maps, permute round trips, quantization against
+// references written here from the documented conventions, the AWQ format against its
+// definition, NF4 at its thresholds, and the error paths.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "kernels/backend/backend.hpp"
+#include "kernels/layouts/ft.hpp"
+#include "kernels/quant/files.hpp"
+#include "kernels/recipes/reference.hpp"
+#include "support.hpp"
+
+using namespace dql;
+using dql::test::random_u32;
+using quant::Layout;
+using quant::Scheme;
+
+namespace {
+
+std::string temp_dir(const std::string& name) {
+  const auto p = std::filesystem::temp_directory_path() / ("dql-test-" + name);
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
+double half_value(uint16_t h) { return static_cast<double>(dql::test::half_of_bits(h)); }
+uint16_t half_bits_of(double v) { return static_cast<uint16_t>(dql::test::bits_of_half(static_cast<_Float16>(v))); }
+
+// Element (n, k) of the plain packed codes, signed.
+int plain_code(const QuantizedMatrix& q, int64_t n, int64_t k) {
+  return quant::plain_element(q.qwords.data(), quant::scheme_bits(q.spec.scheme), q.k, n, k);
+}
+
+}  // namespace
+
+TEST_CASE("FT layout: the maps are inverse bijections and match the published orders") {
+  for (int bits : {4, 8}) {
+    const layouts::FtGeometry g{bits};
+    const int64_t n = 8, k = 256;
+    std::set<std::pair<int64_t, int>> seen;
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t c = 0; c < k; ++c) {
+        const layouts::FtPlace p = layouts::ft_place(g, r, c, k);
+        REQUIRE(p.word >= 0);
+        REQUIRE(p.word < n * k / g.per_word());
+        REQUIRE(seen.insert({p.word, p.slot}).second);
+        const int j = layouts::ft_slot_element(g, p.slot);
+        const layouts::FtSource s = layouts::ft_source(g, p.word, j, k);
+        REQUIRE(s.n == r);
+        REQUIRE(s.k == c);
+      }
+    }
+    CHECK(seen.size() == static_cast<size_t>(n * k));
+  }
+  // int4: word w of a 32-row group holds k = 0 8 16 24 1 9 17 25 (+2w) in nibbles 0..7.
+  const layouts::FtGeometry g4{4};
+  const int expect4[4][8] = {{0, 8, 16, 24, 1, 9, 17, 25}, {2, 10, 18, 26, 3, 11, 19, 27},
+                             {4, 12, 20, 28, 5, 13, 21, 29}, {6, 14, 22, 30, 7, 15, 23, 31}};
+  for (int w = 0; w < 4; ++w) {
+    for (int d = 0; d < 8; ++d) {
+      const auto s = layouts::ft_source(g4, w, layouts::ft_slot_element(g4, d), 128);
+      CHECK(s.n == 0);
+      CHECK(s.k == expect4[w][d]);
+    }
+  }
+  // int8: word w of a 16-row group holds k = 0 8 1 9 (+2w) in bytes 0..3.
+  const layouts::FtGeometry g8{8};
+  const int expect8[4][4] = {{0, 8, 1, 9}, {2, 10, 3, 11}, {4, 12, 5, 13}, {6, 14, 7, 15}};
+  for (int w = 0; w < 4; ++w) {
+    for (int d = 0; d < 4; ++d) CHECK(layouts::ft_source(g8, w, layouts::ft_slot_element(g8, d), 128).k == expect8[w][d]);
+  }
+  // Column interleave: int4 words 8..15 are column 1's first 64 rows; int8 words 16..31 column 1's.
+  CHECK(layouts::ft_source(g4, 8, 0, 128).n == 1);
+  CHECK(layouts::ft_source(g4, 32, 0, 128).n == 0);  // after 4 columns x 8 words: column 0, rows 64..
+  CHECK(layouts::ft_source(g4, 32, 0, 128).k == 64);
+  CHECK(layouts::ft_source(g8, 16, 0, 128).n == 1);
+}
+
+TEST_CASE("permute: forward then inverse is the identity; the bias is +8 / +128") {
+  auto cpu = make_cpu_backend();
+  for (int bits : {4, 8}) {
+    const int64_t n = 12, k = 192;
+    std::vector<uint32_t> words(static_cast<size_t>(n * k * bits / 32));
+    for (auto& w : words) w = random_u32();
+    const auto ft = cpu->permute(bits, n, k, words, true);
+    CHECK(ft != words);
+    CHECK(cpu->permute(bits, n, k, ft, false) == words);
+    // Element (0, 0) sits in slot 0 of word 0, biased.
+    const int32_t e00 = quant::plain_element(words.data(), bits, k, 0, 0);
+    CHECK(static_cast<int32_t>(ft[0] & ((1u << bits) - 1u)) == e00 + (1 << (bits - 1)));
+  }
+  CHECK_THROWS_WITH_AS(cpu->permute(4, 6, 128, std::vector<uint32_t>(96), true),
+                       doctest::Contains("multiple of 4"), Error);
+  CHECK_THROWS_WITH_AS(cpu->permute(8, 2, 96, std::vector<uint32_t>(48), true),
+                       doctest::Contains("multiple of 64"), Error);
+}
+
+TEST_CASE("symmetric int8 / int4: codes, scales and dequantized values follow the documented convention") {
+  auto cpu = make_cpu_backend();
+  const Tensor w = random_matrix(Distribution::Outliers, 7, 16, 256);
+  const float* x = w.as<float>();
+  for (Scheme scheme : {Scheme::Int8Sym, Scheme::Int4Sym}) {
+    for (int group : {32, 64, 128, 256}) {
+      CAPTURE(scheme_name(scheme));
+      CAPTURE(group);
+      const QuantizedMatrix q = cpu->quantize(w, QuantSpec{scheme, Layout::Plain, group});
+      const double qmax = scheme == Scheme::Int8Sym ? 127 : 7;
+      const auto out = cpu->dequantize(q, recipes_for(q.spec).front());
+      const auto naive = cpu->dequantize(q, recipes_for(q.spec).back());
+      CHECK(out == naive);  // the fast path and the baseline agree bit for bit
+      for (int64_t n = 0; n < 16; ++n) {
+        for (int64_t g = 0; g < 256 / group; ++g) {
+          float amax = 0;
+          for (int i = 0; i < group; ++i) amax = std::max(amax, std::fabs(x[n * 256 + g * group + i]));
+          const uint16_t sbits = half_bits_of(static_cast<double>(amax / static_cast<float>(qmax)));
+          REQUIRE(q.scales[static_cast<size_t>(n * (256 / group) + g)] == sbits);
+          const double s = half_value(sbits);
+          for (int i = 0; i < group; ++i) {
+            const int64_t k = g * group + i;
+            const double code = std::nearbyint(static_cast<double>(x[n * 256 + k] / static_cast<float>(s)));
+            REQUIRE(plain_code(q, n, k) == static_cast<int>(std::clamp(code, -qmax - 1, qmax)));
+            // fp16 result = the exact product q * s rounded once
+            REQUIRE(out[static_cast<size_t>(n * 256 + k)] == half_bits_of(plain_code(q, n, k) * s));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("quant -> permute -> dequant equals quant -> dequant in the plain layout") {
+  auto cpu = make_cpu_backend();
+  const Tensor w = random_matrix(Distribution::Normal, 3, 32, 512);
+  for (Scheme scheme : {Scheme::Int8Sym, Scheme::Int4Sym}) {
+    for (int group : {64, 128, 512}) {
+      const QuantizedMatrix plain = cpu->quantize(w, QuantSpec{scheme, Layout::Plain, group});
+      const QuantizedMatrix ft = cpu->quantize(w, QuantSpec{scheme, Layout::Ft, group});
+      CHECK(cpu->permute(quant::scheme_bits(scheme), 32, 512, plain.qwords, true) == ft.qwords);
+      const auto a = cpu->dequantize(plain, recipes_for(plain.spec).front());
+      const auto b = cpu->dequantize(ft, recipes_for(ft.spec).front());
+      CHECK(a == b);
+      // The bf16 path: the same codes and scales, rounded once to bf16.
+      const auto c = cpu->dequantize(ft, recipes_for(ft.spec).back());
+      for (int64_t n = 0; n < 32; ++n) {
+        for (int64_t k = 0; k < 512; k += 5) {
+          const double s = half_value(plain.scales[static_cast<size_t>(n * (512 / group) + k / group)]);
+          const float prod = static_cast<float>(plain_code(plain, n, k) * s);  // exact: <= 19 bits
+          uint32_t u;
+          std::memcpy(&u, &prod, 4);
+          const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
+          REQUIRE(c[static_cast<size_t>(n * 512 + k)] == rounded);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("int4-asym in the AWQ format: the packing, zeros and scales as AWQ defines them") {
+  auto cpu = make_cpu_backend();
+  const Tensor w = random_matrix(Distribution::Uniform, 11, 16, 256);
+  const float* x = w.as<float>();
+  const int group = 64;
+  const QuantizedMatrix q = cpu->quantize(w, QuantSpec{Scheme::Int4Asym, Layout::Awq, group});
+  REQUIRE(q.qwords.size() == 256 * 2);
+  REQUIRE(q.scales.size() == 4 * 16);
+  REQUIRE(q.qzeros.size() == 4 * 2);
+  const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // nibble p holds column 8c + order[p]
+  const auto out = cpu->dequantize(q, recipes::RecipeId::AwqInt4F16);
+  for (int64_t n = 0; n < 16; ++n) {
+    for (int64_t g = 0; g < 4; ++g) {
+      float mx = -1e30f, mn = 1e30f;
+      for (int i = 0; i < group; ++i) {
+        mx = std::max(mx, x[n * 256 + g * group + i]);
+        mn = std::min(mn, x[n * 256 + g * group + i]);
+      }
+      const uint16_t sbits = half_bits_of(static_cast<double>(std::max(mx - mn, 1e-5f) / 15.0f));
+      REQUIRE(q.scales[static_cast<size_t>(g * 16 + n)] == sbits);  // scales are [K / G, N]
+      const float s = static_cast<float>(half_value(sbits));
+      const int z = static_cast<int>(std::clamp(-std::nearbyint(mn / s), 0.0f, 15.0f));
+      const int c = static_cast<int>(n / 8);
+      int p = 0;
+      while (order[p] != n % 8) ++p;
+      REQUIRE(static_cast<int>((q.qzeros[static_cast<size_t>(g * 2 + c)] >> (4 * p)) & 0xF) == z);
+      for (int i = 0; i < group; ++i) {
+        const int64_t k = g * group + i;
+        const int code = static_cast<int>(std::clamp(std::nearbyint(x[n * 256 + k] / s) + z, 0.0f, 15.0f));
+        REQUIRE(static_cast<int>((q.qwords[static_cast<size_t>(k * 2 + c)] >> (4 * p)) & 0xF) == code);
+        REQUIRE(out[static_cast<size_t>(n * 256 + k)] == half_bits_of((code - z) * static_cast<double>(s)));
+      }
+    }
+  }
+}
+
+TEST_CASE("NF4: codes by strict thresholds, first element in the high nibble, value = code * absmax") {
+  auto cpu = make_cpu_backend();
+  // One block per row of 32; each row's largest value is 1.0, so x = w exactly.
+  Tensor w = make_tensor(DType::F32, {2, 32});
+  float* x = w.as<float>();
+  x[0] = 1.0f;
+  for (int c = 0; c < 15; ++c) {
+    x[1 + c] = quant::nf4_threshold(c);                               // equal: the lower code, c
+    x[16 + c] = std::nextafter(quant::nf4_threshold(c), 2.0f);        // just above: c + 1
+  }
+  x[31] = -1.0f;
+  for (int i = 32; i < 64; ++i) x[i] = 0.0f;  // an all-zero block: code 7 (exact zero), absmax 0
+  const QuantizedMatrix q = cpu->quantize(w, QuantSpec{Scheme::Nf4, Layout::Plain, 32});
+  const auto code = [&](int64_t n, int64_t k) {
+    const uint32_t byte = (q.qwords[static_cast<size_t>((n * 32 + k) / 8)] >> (8 * (((n * 32 + k) % 8) / 2))) & 0xFFu;
+    return static_cast<int>(k % 2 == 0 ? byte >> 4 : byte & 0xF);
+  };
+  CHECK(code(0, 0) == 15);
+  CHECK(code(0, 31) == 0);
+  for (int c = 0; c < 15; ++c) {
+    CAPTURE(c);
+    CHECK(code(0, 1 + c) == c);
+    CHECK(code(0, 16 + c) == c + 1);
+  }
+  for (int k = 0; k < 32; ++k) CHECK(code(1, k) == 7);
+  CHECK(q.absmax == std::vector<float>{1.0f, 0.0f});
+  // Larger matrices: the value is fp16(fp32(code value * absmax)).
+  const Tensor big = random_matrix(Distribution::Normal, 5, 8, 1024);
+  for (int b : {32, 64, 256, 1024}) {
+    const QuantizedMatrix qb = cpu->quantize(big, QuantSpec{Scheme::Nf4, Layout::Plain, b});
+    const auto out = cpu->dequantize(qb, recipes::RecipeId::Nf4F16);
+    for (int64_t i = 0; i < 8 * 1024; i += 3) {
+      const uint32_t byte = (qb.qwords[static_cast<size_t>(i / 8)] >> (8 * ((i % 8) / 2))) & 0xFFu;
+      const uint32_t c = i % 2 == 0 ? byte >> 4 : byte & 0xF;
+      const float am = qb.absmax[static_cast<size_t>(i / b)];
+      const float v = static_cast<float>(static_cast<double>(quant::f32_of(recipes::nf4_code_bits(c))) * am);
+      REQUIRE(out[static_cast<size_t>(i)] == dql::test::bits_of_half(static_cast<_Float16>(v)));
+    }
+  }
+}
+
+TEST_CASE("files: save and load give back the same matrix in every format") {
+  auto cpu = make_cpu_backend();
+  const Tensor w = random_matrix(Distribution::Normal, 1, 16, 256);
+  const QuantSpec specs[] = {{Scheme::Int8Sym, Layout::Plain, 256}, {Scheme::Int8Sym, Layout::Ft, 64},
+                             {Scheme::Int4Sym, Layout::Plain, 32},  {Scheme::Int4Sym, Layout::Ft, 128},
+                             {Scheme::Int4Asym, Layout::Awq, 128},  {Scheme::Nf4, Layout::Plain, 64}};
+  for (const QuantSpec& s : specs) {
+    CAPTURE(scheme_name(s.scheme));
+    CAPTURE(layout_name(s.layout));
+    const QuantizedMatrix q = cpu->quantize(w, s);
+    const std::string dir = temp_dir("files");
+    save_quantized(dir, q);
+    QuantSpec partial = s;
+    partial.group = 0;
+    const QuantizedMatrix back = load_quantized(dir, partial);
+    CHECK(back.n == 16);
+    CHECK(back.k == 256);
+    CHECK(back.spec.group == s.group);
+    CHECK(back.qwords == q.qwords);
+    CHECK(back.scales == q.scales);
+    CHECK(back.qzeros == q.qzeros);
+    CHECK(back.absmax == q.absmax);
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      CHECK(e.path().filename().string().find("partial") == std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("npy and safetensors: round trips and clear refusals") {
+  const std::string dir = temp_dir("npy");
+  std::filesystem::create_directories(dir);
+  Tensor t = make_tensor(DType::F16, {3, 5});
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = static_cast<uint8_t>(i * 7);
+  write_npy(dir + "/a.npy", t);
+  const Tensor r = read_npy(dir + "/a.npy");
+  CHECK(r.dtype == DType::F16);
+  CHECK(r.shape == std::vector<int64_t>{3, 5});
+  CHECK(r.data == t.data);
+  {
+    std::ofstream f(dir + "/bad.npy", std::ios::binary);
+    f << "hello";
+  }
+  CHECK_THROWS_WITH_AS(read_npy(dir + "/bad.npy"), doctest::Contains("not a .npy file"), Error);
+  CHECK_THROWS_WITH_AS(read_npy(dir + "/missing.npy"), doctest::Contains("cannot open"), Error);
+  {
+    std::ifstream in(dir + "/a.npy", std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ofstream f(dir + "/short.npy", std::ios::binary);
+    f << all.substr(0, all.size() - 4);
+  }
+  CHECK_THROWS_WITH_AS(read_npy(dir + "/short.npy"), doctest::Contains("should hold 30 bytes"), Error);
+
+  // A small safetensors file: header length, JSON header, data.
+  const std::string header = R"({"w":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},"__metadata__":{"a":"b"}})";
+  {
+    std::ofstream f(dir + "/m.safetensors", std::ios::binary);
+    uint64_t len = header.size();
+    f.write(reinterpret_cast<const char*>(&len), 8);
+    f << header;
+    const uint16_t vals[4] = {0x3F80, 0xC000, 0x0000, 0x4040};  // 1, -2, 0, 3
+    f.write(reinterpret_cast<const char*>(vals), 8);
+  }
+  const Tensor s = read_safetensors(dir + "/m.safetensors", "w");
+  const Tensor m = to_f32_matrix(s, "w");
+  CHECK(m.as<float>()[0] == 1.0f);
+  CHECK(m.as<float>()[1] == -2.0f);
+  CHECK(m.as<float>()[3] == 3.0f);
+  CHECK(safetensors_names(dir + "/m.safetensors") == std::vector<std::string>{"w"});
+  CHECK_THROWS_WITH_AS(read_safetensors(dir + "/m.safetensors", "v"), doctest::Contains("no tensor named 'v'; it has w"),
+                       Error);
+  CHECK_THROWS_WITH_AS(read_safetensors(dir + "/a.npy", "w"), doctest::Contains("not a .safetensors file"), Error);
+  Tensor v = make_tensor(DType::F32, {4});
+  CHECK_THROWS_WITH_AS(to_f32_matrix(v, "v"), doctest::Contains("must be 2-D"), Error);
+  Tensor nan = make_tensor(DType::F32, {1, 2});
+  nan.as<float>()[1] = NAN;
+  CHECK_THROWS_WITH_AS(to_f32_matrix(nan, "w"), doctest::Contains("non-finite value at element 1"), Error);
+}
+
+TEST_CASE("shapes and formats that cannot work are refused with what is accepted") {
+  const auto refuse = [](QuantSpec s, int64_t n, int64_t k) {
+    try {
+      check_quant_shape(s, n, k);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  CHECK(refuse({Scheme::Int4Sym, Layout::Plain, 128}, 8, 200).find("does not divide by the group size 128") != std::string::npos);
+  CHECK(refuse({Scheme::Int4Sym, Layout::Plain, 48}, 8, 96).find("use 32, 64, 128") != std::string::npos);
+  CHECK(refuse({Scheme::Nf4, Layout::Plain, 48}, 8, 96).find("power of two from 32 to 4096") != std::string::npos);
+  CHECK(refuse({Scheme::Nf4, Layout::Plain, 64}, 8, 96).find("multiple of it") != std::string::npos);
+  CHECK(refuse({Scheme::Int4Sym, Layout::Awq, 128}, 8, 256).find("int4-asym") != std::string::npos);
+  CHECK(refuse({Scheme::Int4Asym, Layout::Awq, 128}, 12, 256).find("multiple of 8") != std::string::npos);
+  CHECK(refuse({Scheme::Int4Asym, Layout::Plain, 128}, 8, 256).find("--layout awq") != std::string::npos);
+  CHECK(refuse({Scheme::Int8Sym, Layout::Ft, 32}, 8, 96).find("multiple of 64") != std::string::npos);
+  CHECK(refuse({Scheme::Int4Sym, Layout::Plain, 128}, 8, 256) == "accepted");
+
+  auto cpu = make_cpu_backend();
+  Tensor huge = make_tensor(DType::F32, {1, 32});
+  huge.as<float>()[3] = 1e8f;
+  CHECK_THROWS_WITH_AS(cpu->quantize(huge, QuantSpec{Scheme::Int8Sym, Layout::Plain, 32}),
+                       doctest::Contains("too large for an fp16 scale"), Error);
+  const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 2, 8, 64), {Scheme::Int8Sym, Layout::Plain, 64});
+  CHECK_THROWS_WITH_AS(cpu->dequantize(q, recipes::RecipeId::AwqInt4F16),
+                       doctest::Contains("the recipes that do are cutlass-int8-fp16, naive-int8-fp16"), Error);
+  const std::string dir = temp_dir("mismatch");
+  save_quantized(dir, q);
+  CHECK_THROWS_WITH_AS(load_quantized(dir, QuantSpec{Scheme::Int4Sym, Layout::Plain, 0}),
+                       doctest::Contains("but this format stores uint8 [N, K / 2]"), Error);
+  CHECK_THROWS_WITH_AS(load_quantized(dir, QuantSpec{Scheme::Int8Sym, Layout::Plain, 32}),
+                       doctest::Contains("hold groups of 64"), Error);
+}
+
+TEST_CASE("the device-side reference and the spec accessors agree with the catalogue") {
+  for (const auto& info : recipes::all_recipes()) {
+    const recipes::RecipeSpec& s = *info.spec;
+    CAPTURE(s.name);
+    CHECK(recipes::recipe_elems(s.id) == s.elems);
+    CHECK(recipes::recipe_bits(s.id) == s.bits);
+    CHECK(recipes::recipe_out(s.id) == s.out);
+    CHECK(recipes::recipe_encoding(s.id) == s.encoding);
+    for (int e = 0; e < s.elems; ++e) CHECK(s.order[recipes::recipe_slot_of(s.id, e)] == e);
+    for (int i = 0; i < 20000; ++i) {
+      recipes::Inputs in;
+      in.reg = random_u32();
+      in.absmax = 0x3F800000u;
+      const auto want = recipes::reference_outputs(s, in);
+      for (int e = 0; e < s.elems; ++e) {
+        REQUIRE(recipes::reference_bits(s.id, in.reg, in.absmax, e) == want[static_cast<size_t>(e)].bits);
+      }
+    }
+  }
+}
+
+TEST_CASE("CPU backend: verify samples every recipe, traces match the catalogue, auto falls back with a notice") {
+  auto cpu = make_cpu_backend();
+  CHECK(cpu->info().backend == "cpu");
+  for (const auto& info : recipes::all_recipes()) {
+    const VerifyResult r = cpu->verify(info.spec->id);
+    CHECK(r.mismatches == 0);
+    CHECK(r.checked == (1u << 24));
+    CHECK_FALSE(r.exhaustive);
+  }
+  const auto v = cpu->trace_values(recipes::RecipeId::AwqInt4F16, recipes::Inputs{0x76543210u});
+  REQUIRE(v.size() == 10);
+  CHECK(v[2] == 0x64046400u);
+  std::string why;
+  if (!make_cuda_backend(&why)) {
+    std::string notice;
+    auto b = make_backend("auto", &notice);
+    CHECK(b->info().backend == "cpu");
+    CHECK(notice.find("running on the CPU twin") != std::string::npos);
+    CHECK_THROWS_WITH_AS(make_backend("cuda", nullptr), doctest::Contains("--backend cpu"), Error);
+  }
+  CHECK_THROWS_WITH_AS(make_backend("tpu", nullptr), doctest::Contains("use auto, cuda or cpu"), Error);
+}
