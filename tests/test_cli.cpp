@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -147,4 +149,94 @@ TEST_CASE("tour runs through to the reference check without pauses off a termina
   CHECK(r.out.find("0x6400 | 15 = 0x640f") != std::string::npos);
   CHECK(r.out.find("fma.rn.f16x2 h3, h3, 0x2c002c00, 0xd400d400") != std::string::npos);
   CHECK(r.out.find("all 8 outputs equal the integer reference") != std::string::npos);
+}
+
+namespace {
+
+std::string tmp(const std::string& name) {
+  const std::string p = std::string(DQL_TEST_TMPDIR) + "/cli-" + name;
+  std::system(("rm -rf '" + p + "'").c_str());
+  return p;
+}
+
+bool exists(const std::string& p) { return std::ifstream(p).good(); }
+
+}  // namespace
+
+TEST_CASE("quant, dequant and permute on the CPU twin: files, statistics and round trips") {
+  const std::string d = tmp("q4");
+  const auto q = run_json("quant --scheme int4-sym --group 64 --random normal --seed 3 --shape 64x256 --out-dir " + d +
+                          " --backend cpu --json");
+  CHECK(q["scheme"] == "int4-sym");
+  CHECK(q["group"] == 64);
+  CHECK(q["recipe"] == "cutlass-int4-fp16");
+  CHECK(q["snr_db"].get<double>() > 15.0);
+  CHECK(q["snr_db"].get<double>() < 25.0);
+  CHECK(exists(d + "/qweight.npy"));
+  CHECK(exists(d + "/scales.npy"));
+  const Run deq = run("dequant --scheme int4-sym --dir " + d + " --out " + d + "/w.npy --recipe naive-int4-fp16 --backend cpu");
+  CHECK(deq.status == 0);
+  CHECK(deq.out.find("dequantized 64x256 with naive-int4-fp16") != std::string::npos);
+  CHECK(exists(d + "/w.npy"));
+
+  const std::string f = tmp("ft");
+  CHECK(run("quant --scheme int8-sym --layout ft --random outliers --shape 32x128 --out-dir " + f + " --backend cpu").status == 0);
+  CHECK(run("permute --bits 8 --inverse --in " + f + "/qweight.npy --out " + f + "/plain.npy --backend cpu").status == 0);
+  CHECK(run("permute --bits 8 --forward --in " + f + "/plain.npy --out " + f + "/again.npy --backend cpu").status == 0);
+  std::ifstream a(f + "/qweight.npy", std::ios::binary), b(f + "/again.npy", std::ios::binary);
+  const std::string sa((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+  const std::string sb((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+  CHECK(!sa.empty());
+  CHECK(sa == sb);
+
+  const std::string n = tmp("nf4");
+  const auto j = run_json("quant --scheme nf4 --blocksize 64 --random normal --shape 16x512 --out-dir " + n +
+                          " --backend cpu --json");
+  CHECK(j["recipe"] == "nf4-fp16");
+  CHECK(exists(n + "/absmax.npy"));
+  const std::string w = tmp("awq");
+  CHECK(run("quant --scheme int4-asym --random uniform --shape 16x256 --out-dir " + w + " --backend cpu").status == 0);
+  CHECK(exists(w + "/zeros.npy"));
+}
+
+TEST_CASE("verify and device on the CPU twin") {
+  const auto v = run_json("verify --recipe ft-uint8-fp16 --backend cpu --json");
+  REQUIRE(v.size() == 1);
+  CHECK(v[0]["mismatches"] == 0);
+  CHECK(v[0]["exhaustive"] == false);
+  const Run all = run("verify --recipe all --backend cpu");
+  CHECK(all.status == 0);
+  CHECK(all.out.find("checks a sample of 2^24 registers") != std::string::npos);
+  CHECK(run_json("device --backend cpu --json")["backend"] == "cpu");
+}
+
+TEST_CASE("matrix commands: bad input is refused and nothing is written") {
+  const std::string d = tmp("bad");
+  CHECK(refused("quant --scheme int4-sym --group 128 --random normal --shape 8x200 --out-dir " + d + " --backend cpu")
+            .find("does not divide by the group size 128") != std::string::npos);
+  CHECK(!exists(d + "/qweight.npy"));
+  CHECK(refused("quant --scheme int5 --random normal --shape 8x256 --out-dir " + d).find("not a scheme") != std::string::npos);
+  CHECK(refused("quant --scheme nf4 --group 64 --random normal --shape 8x256 --out-dir " + d).find("--blocksize") != std::string::npos);
+  CHECK(refused("quant --scheme int8-sym --random normal --shape 8by256 --out-dir " + d).find("NxK") != std::string::npos);
+  CHECK(refused("quant --scheme int8-sym --random gaussian --shape 8x256 --out-dir " + d).find("normal, uniform or outliers") !=
+        std::string::npos);
+  CHECK(refused("quant --scheme int8-sym --in /nonexistent/w.npy --out-dir " + d).find("cannot open") != std::string::npos);
+  CHECK(refused("quant --scheme int8-sym --out-dir " + d).find("give the weights") != std::string::npos);
+  CHECK(refused("quant --scheme int4-sym --layout awq --random normal --shape 8x256 --out-dir " + d).find("int4-asym") !=
+        std::string::npos);
+  CHECK(refused("dequant --scheme int8-sym --dir /nonexistent --out " + d + "/w.npy").find("cannot open") != std::string::npos);
+  CHECK(refused("permute --bits 4 --forward --in /nonexistent.npy --out " + d + "/p.npy").find("cannot open") != std::string::npos);
+  CHECK(refused("permute --bits 6 --forward --in x.npy --out y.npy").find("use 4 or 8") != std::string::npos);
+  CHECK(refused("permute --bits 4 --in x.npy --out y.npy").find("--forward") != std::string::npos);
+  CHECK(refused("verify --recipe nope --backend cpu").find("or all") != std::string::npos);
+  CHECK(refused("device --backend tpu").find("use auto, cuda or cpu") != std::string::npos);
+  CHECK(!exists(d + "/w.npy"));
+  // The wrong scheme for the files that are there.
+  const std::string q = tmp("q8");
+  CHECK(run("quant --scheme int8-sym --random normal --shape 8x256 --out-dir " + q + " --backend cpu").status == 0);
+  CHECK(refused("dequant --scheme int4-sym --dir " + q + " --out " + q + "/w.npy --backend cpu").find("uint8 [N, K / 2]") !=
+        std::string::npos);
+  CHECK(refused("dequant --scheme int8-sym --dir " + q + " --out " + q + "/w.npy --recipe awq-int4-fp16 --backend cpu")
+            .find("does not read this format") != std::string::npos);
+  CHECK(!exists(q + "/w.npy"));
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "backend_option.hpp"
 #include "commands.hpp"
 #include "kernels/recipes/catalog.hpp"
 #include "render.hpp"
@@ -47,11 +48,18 @@ std::string constants_line(const TraceStep& s) {
   return out;
 }
 
-void print_step(const TraceStep& s, size_t index, const Style& st) {
+// `gpu`: the same register computed by the GPU, when a GPU ran the recipe too.
+void print_step(const TraceStep& s, size_t index, const Style& st, const uint32_t* gpu = nullptr) {
   fmt::print("{:>4}  {}\n", index, st.bold(s.ptx));
   const int width = s.view == View::F16 ? 16 : 32;
-  fmt::print("      {:<6} {}   {}\n", s.dst + " =", nibble_bits(s.value, width),
-             width == 16 ? fmt::format("0x{:04x}", s.value & 0xFFFFu) : hex32(s.value));
+  const auto hex = [width](uint32_t v) { return width == 16 ? fmt::format("0x{:04x}", v & 0xFFFFu) : hex32(v); };
+  fmt::print("      {:<6} {}   {}\n", s.dst + " =", nibble_bits(s.value, width), hex(s.value));
+  if (gpu) {
+    const bool same = *gpu == s.value;
+    const std::string line = fmt::format("      {:<6} {}   {}  {}", "gpu", nibble_bits(*gpu, width), hex(*gpu),
+                                         same ? "same bits" : "DIFFERENT");
+    fmt::print("{}\n", same ? st.good(line) : st.bad(line));
+  }
   if (s.view != View::B32) fmt::print("             {}\n", register_reading(s.value, s.view, st));
   fmt::print("      {}\n", st.dim(s.meaning));
   const std::string consts = constants_line(s);
@@ -118,7 +126,7 @@ recipes::Inputs read_inputs(const recipes::RecipeSpec& spec, const std::string& 
 
 void add_explain(CLI::App& app) {
   struct Opts {
-    std::string recipe, input, absmax;
+    std::string recipe, input, absmax, backend = "cpu";
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
@@ -127,12 +135,29 @@ void add_explain(CLI::App& app) {
   cmd->add_option("--input", o->input, "The input register in hex, e.g. 0x76543210")->required();
   cmd->add_option("--absmax", o->absmax, "nf4-fp16 only: the block's absmax (default 1.0)");
   cmd->add_flag("--json", o->json, "Print JSON: recipe, input, steps, outputs, expected");
+  cmd->add_option("--backend", o->backend,
+                  "cpu (the trace alone), or cuda / auto to run the recipe on the GPU too and show its bits")
+      ->capture_default_str();
   cmd->callback([o] {
     const recipes::RecipeInfo& info = recipe_named(o->recipe);
     const recipes::RecipeSpec& spec = *info.spec;
     const recipes::Inputs in = read_inputs(spec, o->input, o->absmax);
     const recipes::Trace t = recipes::trace_recipe(spec.id, in);
     const Outcome out = compare(spec, t, in);
+    std::vector<uint32_t> gpu;
+    std::string device;
+    if (o->backend != "cpu") {
+      auto backend = open_backend(o->backend);
+      if (backend->info().backend == "cuda") {
+        try {
+          gpu = backend->trace_values(spec.id, in);
+        } catch (const Error& e) {
+          throw UserError(e.what());
+        }
+        device = backend->info().summary();
+        if (gpu.size() != t.steps.size()) throw UserError("the GPU trace has a different number of steps");
+      }
+    }
     if (o->json) {
       nlohmann::json steps = nlohmann::json::array();
       for (const auto& s : t.steps) {
@@ -141,6 +166,7 @@ void add_explain(CLI::App& app) {
                          {"value", hex32(s.value)},
                          {"view", view_name(s.view)},
                          {"meaning", s.meaning}});
+        if (!gpu.empty()) steps.back()["gpu_value"] = hex32(gpu[steps.size() - 1]);
       }
       nlohmann::json j = {{"recipe", spec.name},
                           {"input", hex32(in.reg)},
@@ -150,6 +176,7 @@ void add_explain(CLI::App& app) {
                           {"output_bits", nlohmann::json::array()},
                           {"match", out.all_match}};
       if (spec.has_absmax) j["absmax"] = bits::to_double(in.absmax, bits::kF32);
+      if (!gpu.empty()) j["gpu"] = device;
       for (const auto& e : out.expected) j["expected"].push_back(e.value);
       for (uint32_t b : out.output_bits) j["output_bits"].push_back(fmt::format("0x{:04x}", b));
       fmt::print("{}\n", j.dump(2));
@@ -157,11 +184,15 @@ void add_explain(CLI::App& app) {
       const Style st = terminal_style();
       fmt::print("{}  {}\n", st.bold(spec.name), info.summary);
       fmt::print("{}\n", st.dim(fmt::format("from {}; input: {}", info.origin, info.input)));
+      if (!gpu.empty()) fmt::print("{}\n", st.dim("each step also ran on " + device));
       fmt::print("\n");
-      for (size_t i = 0; i < t.steps.size(); ++i) print_step(t.steps[i], i, st);
+      for (size_t i = 0; i < t.steps.size(); ++i) print_step(t.steps[i], i, st, gpu.empty() ? nullptr : &gpu[i]);
       print_outcome(spec, out, st);
     }
     if (!out.all_match) throw UserError("the recipe's outputs differ from its integer reference");
+    for (size_t i = 0; i < gpu.size(); ++i) {
+      if (gpu[i] != t.steps[i].value) throw UserError(fmt::format("the GPU's step {} differs from the CPU twin's", i));
+    }
   });
 }
 
