@@ -30,5 +30,6 @@ void add_dequant(CLI::App& app);
 void add_permute(CLI::App& app);
 void add_verify(CLI::App& app);
 void add_device(CLI::App& app);
+void add_bench(CLI::App& app);
 
 }  // namespace dql::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   dql::cli::add_permute(app);
   dql::cli::add_verify(app);
   dql::cli::add_device(app);
+  dql::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bench/bench.hpp"
 #include "kernels/quant/quant.hpp"
 #include "kernels/recipes/catalog.hpp"
 #include "kernels/tensor/tensor.hpp"
@@ -64,6 +65,8 @@ class Backend {
   // The value of every step's destination register, in trace order.
   virtual std::vector<uint32_t> trace_values(recipes::RecipeId id, const recipes::Inputs& in) = 0;
   virtual VerifyResult verify(recipes::RecipeId id) = 0;
+  // A case ready to time: buffers allocated and filled with random data.
+  virtual std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

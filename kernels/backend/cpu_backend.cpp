@@ -1,6 +1,8 @@
 // The CPU twin: the same per-item functions the CUDA kernels run, over every item, on every core.
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <fstream>
 #include <thread>
 
@@ -24,6 +26,109 @@ std::string cpu_model() {
   }
   return "CPU";
 }
+
+// Buffers for one benchmark case in host memory; each sample is the wall time of the twin's
+// loop over all items on every core (after overwriting a buffer larger than the caches when cold).
+class CpuBenchTarget final : public BenchTarget {
+ public:
+  explicit CpuBenchTarget(const BenchCase& c) : flush_(size_t{256} << 20) {
+    const int64_t n = c.n, k = c.k, elems = n * k;
+    switch (c.kind) {
+      case BenchKind::Copy: {
+        a_ = random_words(static_cast<size_t>(c.copy_bytes / 4), 1, ~0u, 0u);
+        b_.resize(a_.size());
+        run_ = [this] {
+          const int64_t chunk = 1 << 16, chunks = (static_cast<int64_t>(a_.size()) + chunk - 1) / chunk;
+          parallel_items(chunks, [&](int64_t i) {
+            const size_t b = static_cast<size_t>(i * chunk), e = std::min(a_.size(), b + chunk);
+            std::memcpy(b_.data() + b, a_.data() + b, (e - b) * 4);
+          });
+        };
+        break;
+      }
+      case BenchKind::Dequant: {
+        const quant::Scheme scheme = scheme_of_recipe(c.recipe);
+        const size_t groups = static_cast<size_t>(elems / c.group);
+        a_ = random_words(static_cast<size_t>(elems * quant::scheme_bits(scheme) / 32), 2, ~0u, 0u);
+        b_ = random_words((groups + 1) / 2, 3, 0x03FF03FFu, 0x20002000u);
+        c_ = random_words(groups / 8 + 1, 4, ~0u, 0u);
+        d_ = random_words(groups, 5, 0x007FFFFFu, 0x3C000000u);
+        out16_.resize(static_cast<size_t>(elems));
+        dq_ = quant::DequantArgs{scheme, layout_of_recipe(c.recipe), c.recipe, n, k, c.group, a_.data(),
+                                 reinterpret_cast<const uint16_t*>(b_.data()), c_.data(),
+                                 reinterpret_cast<const float*>(d_.data()), out16_.data()};
+        run_ = [this] { parallel_items(quant::dequant_items(dq_), [&](int64_t i) { quant::dequant_word(dq_, i); }); };
+        break;
+      }
+      case BenchKind::Quant: {
+        const size_t groups = static_cast<size_t>(elems / c.group);
+        a_ = random_words(static_cast<size_t>(elems), 6, 0x807FFFFFu, 0x3C000000u);
+        codes_.resize(static_cast<size_t>(elems));
+        scales_.resize(groups);
+        scales_out_.resize(groups);
+        zeros_.resize(groups);
+        absmax_.resize(groups);
+        b_.resize(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
+        q_ = quant::QuantArgs{c.scheme, n, k, c.group, reinterpret_cast<const float*>(a_.data()), codes_.data(),
+                              scales_.data(), zeros_.data(), absmax_.data()};
+        p_ = quant::PackArgs{c.scheme, quant::Layout::Plain, n, k, c.group, codes_.data(), scales_.data(),
+                             zeros_.data(), b_.data(), scales_out_.data(), nullptr};
+        const bool nf4 = c.scheme == quant::Scheme::Nf4;
+        run_ = [this, nf4, groups] {
+          parallel_items(quant::quant_items(q_), [&](int64_t i) { quant::quant_group(q_, i); });
+          parallel_items(quant::pack_items(p_), [&](int64_t i) { quant::pack_word(p_, i); });
+          if (!nf4) parallel_items(static_cast<int64_t>(groups), [&](int64_t i) { quant::pack_params(p_, i); });
+        };
+        break;
+      }
+      case BenchKind::Permute: {
+        a_ = random_words(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32), 7, ~0u, 0u);
+        b_.resize(a_.size());
+        pm_ = quant::PermuteArgs{quant::scheme_bits(c.scheme), n, k, a_.data(), b_.data()};
+        const bool fwd = c.forward;
+        run_ = [this, fwd] {
+          parallel_items(quant::permute_items(pm_), [&](int64_t i) {
+            fwd ? quant::ft_forward_word(pm_, i) : quant::ft_inverse_word(pm_, i);
+          });
+        };
+        break;
+      }
+    }
+  }
+
+  double time_once(bool cold) override {
+    if (cold) std::memset(flush_.data(), ++flush_value_, flush_.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    run_();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+ private:
+  std::vector<uint8_t> flush_;
+  int flush_value_ = 0;
+  std::vector<uint32_t> a_, b_, c_, d_;
+  std::vector<uint16_t> out16_, scales_, scales_out_;
+  std::vector<int8_t> codes_;
+  std::vector<uint8_t> zeros_;
+  std::vector<float> absmax_;
+  std::function<void()> run_;
+  quant::DequantArgs dq_{};
+  quant::QuantArgs q_{};
+  quant::PackArgs p_{};
+  quant::PermuteArgs pm_{};
+
+  static std::vector<uint32_t> random_words(size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {
+    std::vector<uint32_t> v(n);
+    parallel_items(static_cast<int64_t>(n), [&](int64_t i) {
+      uint64_t x = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1);
+      x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+      x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+      x ^= x >> 31;
+      v[static_cast<size_t>(i)] = (static_cast<uint32_t>(x) & and_mask) | or_mask;
+    });
+    return v;
+  }
+};
 
 class CpuBackend final : public Backend {
  public:
@@ -87,6 +192,10 @@ class CpuBackend final : public Backend {
     std::vector<uint32_t> v;
     for (const auto& s : recipes::trace_recipe(id, in).steps) v.push_back(s.value);
     return v;
+  }
+
+  std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) override {
+    return std::make_unique<CpuBenchTarget>(c);
   }
 
   // A sample: 2^24 registers spread over the whole range, against the integer reference.

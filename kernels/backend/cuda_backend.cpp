@@ -1,7 +1,9 @@
 // The GPU backend: host data in, host data out; each step runs the CUDA kernels in kernels/cuda.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -48,6 +50,111 @@ class DeviceArray {
  private:
   T* p_ = nullptr;
   size_t n_;
+};
+
+// Buffers for one benchmark case on the GPU, filled on the GPU with random data; each sample is
+// timed with CUDA events around the launches, after an L2 flush when cold.
+class CudaBenchTarget final : public BenchTarget {
+ public:
+  CudaBenchTarget(const BenchCase& c, size_t l2_bytes) {
+    check(cudaEventCreate(&start_), "cudaEventCreate");
+    check(cudaEventCreate(&stop_), "cudaEventCreate");
+    flush_bytes_ = std::max<size_t>(2 * l2_bytes, size_t{64} << 20);
+    flush_ = alloc<uint8_t>(flush_bytes_);
+    const int64_t n = c.n, k = c.k, elems = n * k;
+    switch (c.kind) {
+      case BenchKind::Copy: {
+        const size_t words = static_cast<size_t>(c.copy_bytes / 4);
+        uint32_t* src = random_words(words, 1, ~0u, 0u);
+        uint32_t* dst = alloc<uint32_t>(words);
+        launch_ = [src, dst, words] { check(cudaMemcpyAsync(dst, src, words * 4, cudaMemcpyDeviceToDevice), "copy"); };
+        break;
+      }
+      case BenchKind::Dequant: {
+        const quant::Scheme scheme = scheme_of_recipe(c.recipe);
+        const quant::Layout layout = layout_of_recipe(c.recipe);
+        const size_t words = static_cast<size_t>(elems * quant::scheme_bits(scheme) / 32);
+        const size_t groups = static_cast<size_t>(elems / c.group);
+        dq_ = quant::DequantArgs{scheme, layout, c.recipe, n, k, c.group,
+                                 random_words(words, 2, ~0u, 0u),
+                                 reinterpret_cast<uint16_t*>(random_words((groups + 1) / 2, 3, 0x03FF03FFu, 0x20002000u)),
+                                 random_words(groups / 8 + 1, 4, ~0u, 0u),
+                                 reinterpret_cast<float*>(random_words(groups, 5, 0x007FFFFFu, 0x3C000000u)),
+                                 alloc<uint16_t>(static_cast<size_t>(elems))};
+        launch_ = [this] { check(cuda::launch_dequant(dq_, false)); };
+        break;
+      }
+      case BenchKind::Quant: {
+        const size_t groups = static_cast<size_t>(elems / c.group);
+        q_ = quant::QuantArgs{c.scheme, n, k, c.group,
+                              reinterpret_cast<float*>(random_words(static_cast<size_t>(elems), 6, 0x807FFFFFu, 0x3C000000u)),
+                              alloc<int8_t>(static_cast<size_t>(elems)), alloc<uint16_t>(groups), alloc<uint8_t>(groups),
+                              alloc<float>(groups)};
+        p_ = quant::PackArgs{c.scheme, quant::Layout::Plain, n, k, c.group, q_.codes, q_.scales, q_.zeros,
+                             alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32)),
+                             alloc<uint16_t>(groups), nullptr};
+        const bool nf4 = c.scheme == quant::Scheme::Nf4;
+        launch_ = [this, nf4, groups] {
+          check(cuda::launch_quant(q_, false));
+          check(cuda::launch_pack(p_, false));
+          if (!nf4) check(cuda::launch_pack_params(p_, static_cast<int64_t>(groups), false));
+        };
+        break;
+      }
+      case BenchKind::Permute: {
+        const size_t words = static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32);
+        pm_ = quant::PermuteArgs{quant::scheme_bits(c.scheme), n, k, random_words(words, 7, ~0u, 0u),
+                                 alloc<uint32_t>(words)};
+        const bool fwd = c.forward;
+        launch_ = [this, fwd] { check(cuda::launch_permute(pm_, fwd, false)); };
+        break;
+      }
+    }
+    check(cudaDeviceSynchronize(), "preparing the benchmark");
+  }
+  ~CudaBenchTarget() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    for (void* p : allocs_) cudaFree(p);
+  }
+  CudaBenchTarget(const CudaBenchTarget&) = delete;
+  CudaBenchTarget& operator=(const CudaBenchTarget&) = delete;
+
+  double time_once(bool cold) override {
+    if (cold) check(cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_), "flushing the L2");
+    check(cudaEventRecord(start_), "cudaEventRecord");
+    launch_();
+    check(cudaEventRecord(stop_), "cudaEventRecord");
+    check(cudaEventSynchronize(stop_), "the benchmarked kernel");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms / 1e3;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  uint8_t* flush_ = nullptr;
+  size_t flush_bytes_ = 0;
+  int flush_value_ = 0;
+  std::vector<void*> allocs_;
+  std::function<void()> launch_;
+  quant::DequantArgs dq_{};
+  quant::QuantArgs q_{};
+  quant::PackArgs p_{};
+  quant::PermuteArgs pm_{};
+
+  template <class T>
+  T* alloc(size_t n) {
+    void* p = nullptr;
+    check(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)), "cudaMalloc");
+    allocs_.push_back(p);
+    return static_cast<T*>(p);
+  }
+  uint32_t* random_words(size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {
+    uint32_t* p = alloc<uint32_t>(n);
+    check(cuda::launch_fill(p, n, seed, and_mask, or_mask));
+    return p;
+  }
 };
 
 class CudaBackend final : public Backend {
@@ -145,6 +252,10 @@ class CudaBackend final : public Backend {
     std::vector<uint32_t> v = values.to_host();
     v.resize(static_cast<size_t>(n));
     return v;
+  }
+
+  std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) override {
+    return std::make_unique<CudaBenchTarget>(c, info_.l2_bytes);
   }
 
   VerifyResult verify(recipes::RecipeId id) override {

@@ -25,12 +25,29 @@ std::string finish(const char* what) {
   return std::string(what) + " failed on the GPU: " + cudaGetErrorString(e);
 }
 
+std::string queued(const char* what) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return {};
+  return std::string(what) + " could not start on the GPU: " + cudaGetErrorString(e);
+}
+
 template <class Args, void (*Item)(const Args&, int64_t)>
-std::string launch_items(const Args& a, int64_t n, const char* what) {
+std::string launch_items(const Args& a, int64_t n, const char* what, bool wait) {
   if (n <= 0) return {};
   const int64_t blocks = (n + 255) / 256;
   items_kernel<Args, Item><<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256>>>(a, n);
-  return finish(what);
+  return wait ? finish(what) : queued(what);
+}
+
+__global__ void fill_kernel(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint64_t x = seed + 0x9E3779B97F4A7C15ull * (i + 1);
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+    p[i] = (static_cast<uint32_t>(x) & and_mask) | or_mask;
+  }
 }
 
 // Records each step's destination register on the device, in the order the host traces them.
@@ -76,21 +93,29 @@ __global__ void verify_kernel(unsigned long long* counts) {
 
 }  // namespace
 
-std::string launch_quant(const quant::QuantArgs& a) {
-  return launch_items<quant::QuantArgs, quant::quant_group>(a, quant::quant_items(a), "quantize");
+std::string launch_quant(const quant::QuantArgs& a, bool wait) {
+  return launch_items<quant::QuantArgs, quant::quant_group>(a, quant::quant_items(a), "quantize", wait);
 }
-std::string launch_pack(const quant::PackArgs& a) {
-  return launch_items<quant::PackArgs, quant::pack_word>(a, quant::pack_items(a), "pack");
+std::string launch_pack(const quant::PackArgs& a, bool wait) {
+  return launch_items<quant::PackArgs, quant::pack_word>(a, quant::pack_items(a), "pack", wait);
 }
-std::string launch_pack_params(const quant::PackArgs& a, int64_t groups) {
-  return launch_items<quant::PackArgs, quant::pack_params>(a, groups, "pack scales");
+std::string launch_pack_params(const quant::PackArgs& a, int64_t groups, bool wait) {
+  return launch_items<quant::PackArgs, quant::pack_params>(a, groups, "pack scales", wait);
 }
-std::string launch_permute(const quant::PermuteArgs& a, bool forward) {
-  return forward ? launch_items<quant::PermuteArgs, quant::ft_forward_word>(a, quant::permute_items(a), "permute")
-                 : launch_items<quant::PermuteArgs, quant::ft_inverse_word>(a, quant::permute_items(a), "permute");
+std::string launch_permute(const quant::PermuteArgs& a, bool forward, bool wait) {
+  return forward
+             ? launch_items<quant::PermuteArgs, quant::ft_forward_word>(a, quant::permute_items(a), "permute", wait)
+             : launch_items<quant::PermuteArgs, quant::ft_inverse_word>(a, quant::permute_items(a), "permute", wait);
 }
-std::string launch_dequant(const quant::DequantArgs& a) {
-  return launch_items<quant::DequantArgs, quant::dequant_word>(a, quant::dequant_items(a), "dequantize");
+std::string launch_dequant(const quant::DequantArgs& a, bool wait) {
+  return launch_items<quant::DequantArgs, quant::dequant_word>(a, quant::dequant_items(a), "dequantize", wait);
+}
+
+std::string launch_fill(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {
+  if (n == 0) return {};
+  const size_t blocks = (n + 255) / 256;
+  fill_kernel<<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256>>>(p, n, seed, and_mask, or_mask);
+  return finish("fill");
 }
 
 std::string launch_trace(recipes::RecipeId id, uint32_t reg, uint32_t absmax, uint32_t* values, int* count) {

@@ -1,5 +1,6 @@
 // Thin launchers over the CUDA kernels. Arguments hold device pointers; each launcher checks
-// the launch and waits for the kernel, returning an empty string or what went wrong.
+// the launch and, when `wait` is set, waits for the kernel, returning an empty string or what
+// went wrong. Without `wait` the work is queued on the default stream (the benchmarks).
 #pragma once
 
 #include <string>
@@ -9,15 +10,17 @@
 
 namespace dql::cuda {
 
-std::string launch_quant(const quant::QuantArgs& a);
-std::string launch_pack(const quant::PackArgs& a);
-std::string launch_pack_params(const quant::PackArgs& a, int64_t groups);
-std::string launch_permute(const quant::PermuteArgs& a, bool forward);
-std::string launch_dequant(const quant::DequantArgs& a);
+std::string launch_quant(const quant::QuantArgs& a, bool wait = true);
+std::string launch_pack(const quant::PackArgs& a, bool wait = true);
+std::string launch_pack_params(const quant::PackArgs& a, int64_t groups, bool wait = true);
+std::string launch_permute(const quant::PermuteArgs& a, bool forward, bool wait = true);
+std::string launch_dequant(const quant::DequantArgs& a, bool wait = true);
 // Every destination register of the recipe's steps into values[0 .. *count).
 std::string launch_trace(recipes::RecipeId id, uint32_t reg, uint32_t absmax, uint32_t* values, int* count);
 // All 2^32 input registers against the integer reference (absmax 1.0 for NF4):
 // counts[0] = mismatching registers, counts[1] = the smallest of them.
 std::string launch_verify(recipes::RecipeId id, unsigned long long* counts);
+// Fills n words with (random bits & and_mask) | or_mask, the same for the same seed.
+std::string launch_fill(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask);
 
 }  // namespace dql::cuda

@@ -1,0 +1,87 @@
+// The timing engine: nvbench-style measurement of one kernel launch at a time.
+//
+// A BenchTarget (made by a backend for one case: the kernel, its shape, inputs filled with
+// random data) times single runs; the engine warms it up, takes samples until the stopping
+// rule is met (minimum samples and time, noise under the limit, or a timeout), and reports the
+// median, the relative interquartile range as noise, min, max, and throughput against the
+// device-to-device copy bandwidth measured by the same engine on the same device.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/quant/quant.hpp"
+#include "kernels/recipes/recipes.hpp"
+
+namespace dql {
+
+enum class BenchKind : uint8_t { Copy, Dequant, Quant, Permute };
+
+// One thing to time.
+struct BenchCase {
+  BenchKind kind = BenchKind::Dequant;
+  int64_t n = 0, k = 0;
+  int group = 128;                                              // G, or the NF4 blocksize
+  recipes::RecipeId recipe = recipes::RecipeId::AwqInt4F16;     // dequant
+  quant::Scheme scheme = quant::Scheme::Int4Sym;                // quant, permute (bits)
+  bool forward = true;                                          // permute
+  int64_t copy_bytes = 0;                                       // copy
+
+  std::string kernel_name() const;  // e.g. "dequant/awq-int4-fp16", "quant/int4-sym", "permute/int4-fwd"
+  std::string shape_name() const;   // e.g. "8192x8192 g128"
+  double bytes() const;             // every input byte read once plus every output byte written once
+  double elements() const;
+};
+
+// The format a recipe reads in a dequant case.
+quant::Scheme scheme_of_recipe(recipes::RecipeId id);
+quant::Layout layout_of_recipe(recipes::RecipeId id);
+
+// Times single runs of one case on one backend.
+class BenchTarget {
+ public:
+  virtual ~BenchTarget() = default;
+  // One run, in seconds of device (or CPU) time; `cold` empties the L2 (or the CPU caches) first.
+  virtual double time_once(bool cold) = 0;
+};
+
+struct BenchSettings {
+  bool cold = true;          // L2 flushed before every sample
+  int warmup = 3;            // runs before sampling
+  int min_samples = 25;
+  int max_samples = 1000;
+  double min_seconds = 0.2;  // of sampled time
+  double max_noise = 0.02;   // relative IQR to stop at
+  double timeout_seconds = 8.0;
+};
+
+struct BenchStats {
+  int samples = 0;
+  double median_s = 0, noise = 0, min_s = 0, max_s = 0;
+};
+BenchStats summarize(std::vector<double> seconds);
+
+struct BenchRow {
+  BenchCase c;
+  std::string kernel, shape, backend;
+  bool cold = true;
+  BenchStats stats;
+  double gbps = 0, elements_per_s = 0;
+  double pct_of_copy = 0;            // gbps over the measured copy bandwidth, in percent
+  std::optional<double> speedup;     // over the matching baseline, when there is one
+  std::string baseline;
+  bool timed_out = false;
+};
+
+// Progress and cancellation, shared with whoever started the run (the GUI's timing panel).
+struct BenchControl {
+  std::atomic<bool> cancel{false};
+  std::atomic<int> done{0};
+  std::atomic<int> total{0};
+};
+
+}  // namespace dql

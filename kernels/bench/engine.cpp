@@ -1,0 +1,253 @@
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "kernels/backend/backend.hpp"
+
+namespace dql {
+
+namespace {
+
+const char* scheme_short(quant::Scheme s) {
+  switch (s) {
+    case quant::Scheme::Int8Sym: return "int8-sym";
+    case quant::Scheme::Int4Sym: return "int4-sym";
+    case quant::Scheme::Int4Asym: return "int4-asym";
+    case quant::Scheme::Nf4: return "nf4";
+  }
+  return "?";
+}
+
+// Bytes of a packed [N, K] matrix with its scales (zeros, absmax) in the case's format.
+double packed_bytes(quant::Scheme scheme, int64_t n, int64_t k, int group) {
+  const double elems = static_cast<double>(n) * static_cast<double>(k);
+  const double groups = elems / group;
+  double b = elems * quant::scheme_bits(scheme) / 8.0;
+  switch (scheme) {
+    case quant::Scheme::Nf4: b += groups * 4; break;        // fp32 absmax
+    case quant::Scheme::Int4Asym: b += groups * 2.5; break;  // fp16 scale + a nibble of zero
+    default: b += groups * 2; break;                          // fp16 scale
+  }
+  return b;
+}
+
+}  // namespace
+
+quant::Scheme scheme_of_recipe(recipes::RecipeId id) {
+  switch (id) {
+    case recipes::RecipeId::AwqInt4F16: return quant::Scheme::Int4Asym;
+    case recipes::RecipeId::Nf4F16: return quant::Scheme::Nf4;
+    default: return recipes::recipe_bits(id) == 8 ? quant::Scheme::Int8Sym : quant::Scheme::Int4Sym;
+  }
+}
+
+quant::Layout layout_of_recipe(recipes::RecipeId id) {
+  using R = recipes::RecipeId;
+  switch (id) {
+    case R::AwqInt4F16: return quant::Layout::Awq;
+    case R::FtInt4F16:
+    case R::FtInt4Bf16:
+    case R::FtUint8F16:
+    case R::FtUint8Bf16: return quant::Layout::Ft;
+    default: return quant::Layout::Plain;
+  }
+}
+
+std::string BenchCase::kernel_name() const {
+  switch (kind) {
+    case BenchKind::Copy: return "copy";
+    case BenchKind::Dequant: return fmt::format("dequant/{}", recipes::spec_of(recipe).name);
+    case BenchKind::Quant: return fmt::format("quant/{}", scheme_short(scheme));
+    case BenchKind::Permute:
+      return fmt::format("permute/int{}-{}", quant::scheme_bits(scheme), forward ? "fwd" : "inv");
+  }
+  return "?";
+}
+
+std::string BenchCase::shape_name() const {
+  if (kind == BenchKind::Copy) return fmt::format("{} MiB", copy_bytes >> 20);
+  if (kind == BenchKind::Permute) return fmt::format("{}x{}", n, k);
+  const bool nf4 = (kind == BenchKind::Dequant && recipe == recipes::RecipeId::Nf4F16) ||
+                   (kind == BenchKind::Quant && scheme == quant::Scheme::Nf4);
+  if (group == k) return fmt::format("{}x{} per-ch", n, k);
+  return fmt::format("{}x{} {}{}", n, k, nf4 ? "b" : "g", group);
+}
+
+double BenchCase::elements() const {
+  return kind == BenchKind::Copy ? static_cast<double>(copy_bytes) : static_cast<double>(n) * static_cast<double>(k);
+}
+
+double BenchCase::bytes() const {
+  const double elems = static_cast<double>(n) * static_cast<double>(k);
+  switch (kind) {
+    case BenchKind::Copy: return 2.0 * static_cast<double>(copy_bytes);
+    case BenchKind::Dequant: return packed_bytes(scheme_of_recipe(recipe), n, k, group) + elems * 2.0;
+    case BenchKind::Quant: return elems * 4.0 + packed_bytes(scheme, n, k, group);
+    case BenchKind::Permute: return 2.0 * elems * quant::scheme_bits(scheme) / 8.0;
+  }
+  return 0;
+}
+
+BenchStats summarize(std::vector<double> v) {
+  BenchStats s;
+  s.samples = static_cast<int>(v.size());
+  if (v.empty()) return s;
+  std::sort(v.begin(), v.end());
+  const auto at = [&](double q) {  // linear interpolation between order statistics
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const size_t i = static_cast<size_t>(pos);
+    const double f = pos - static_cast<double>(i);
+    return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+  };
+  s.median_s = at(0.5);
+  s.noise = s.median_s > 0 ? (at(0.75) - at(0.25)) / s.median_s : 0;
+  s.min_s = v.front();
+  s.max_s = v.back();
+  return s;
+}
+
+BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s, const std::atomic<bool>* cancel) {
+  for (int i = 0; i < s.warmup; ++i) target.time_once(s.cold);
+  std::vector<double> samples;
+  double total = 0, wall = 0;
+  bool timed_out = false;
+  while (true) {
+    if (cancel && cancel->load()) break;
+    const double t = target.time_once(s.cold);
+    samples.push_back(t);
+    total += t;
+    wall += t;
+    const int n = static_cast<int>(samples.size());
+    if (n >= s.min_samples && total >= s.min_seconds) {
+      // Checking the noise costs a sort: do it every few samples.
+      if (n % 8 == 0 || n == s.min_samples) {
+        if (summarize(samples).noise <= s.max_noise) break;
+      }
+    }
+    if (n >= s.max_samples) break;
+    if (wall >= s.timeout_seconds) {
+      timed_out = true;
+      break;
+    }
+  }
+  BenchRow r;
+  r.c = c;
+  r.kernel = c.kernel_name();
+  r.shape = c.shape_name();
+  r.cold = s.cold;
+  r.stats = summarize(samples);
+  r.timed_out = timed_out;
+  if (r.stats.median_s > 0) {
+    r.gbps = c.bytes() / r.stats.median_s / 1e9;
+    r.elements_per_s = c.elements() / r.stats.median_s;
+  }
+  return r;
+}
+
+double copy_bandwidth(Backend& backend) {
+  static std::mutex m;
+  static std::map<const Backend*, double> cache;
+  std::lock_guard<std::mutex> lock(m);
+  auto it = cache.find(&backend);
+  if (it != cache.end()) return it->second;
+  BenchCase c;
+  c.kind = BenchKind::Copy;
+  // Large enough to stream from memory: at least 8x the L2, 1 GiB on a GPU.
+  c.copy_bytes = backend.info().backend == "cuda" ? (int64_t{1} << 30) : (int64_t{256} << 20);
+  auto target = backend.bench_target(c);
+  BenchSettings s;
+  s.min_samples = 20;
+  const BenchRow r = measure(*target, c, s, nullptr);
+  cache[&backend] = r.gbps;
+  return r.gbps;
+}
+
+std::optional<recipes::RecipeId> baseline_of(recipes::RecipeId id) {
+  using R = recipes::RecipeId;
+  if (id == R::NaiveInt4F16 || id == R::NaiveInt8F16 || id == R::Nf4F16) return std::nullopt;
+  return recipes::recipe_bits(id) == 8 ? R::NaiveInt8F16 : R::NaiveInt4F16;
+}
+
+std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& cases, const BenchSettings& s,
+                                BenchControl* control) {
+  if (control) {
+    control->total = static_cast<int>(cases.size()) + 1;
+    control->done = 0;
+  }
+  const double copy = copy_bandwidth(backend);
+  if (control) control->done = 1;
+  std::vector<BenchRow> rows;
+  for (const BenchCase& c : cases) {
+    if (control && control->cancel.load()) break;
+    auto target = backend.bench_target(c);
+    BenchRow r = measure(*target, c, s, control ? &control->cancel : nullptr);
+    r.backend = backend.info().backend;
+    r.pct_of_copy = copy > 0 ? 100.0 * r.gbps / copy : 0;
+    rows.push_back(std::move(r));
+    if (control) ++control->done;
+  }
+  for (BenchRow& r : rows) {
+    if (r.c.kind != BenchKind::Dequant) continue;
+    const auto base = baseline_of(r.c.recipe);
+    if (!base) continue;
+    for (const BenchRow& b : rows) {
+      if (b.c.kind == BenchKind::Dequant && b.c.recipe == *base && b.c.n == r.c.n && b.c.k == r.c.k &&
+          b.c.group == r.c.group && r.stats.median_s > 0) {
+        r.speedup = b.stats.median_s / r.stats.median_s;
+        r.baseline = recipes::spec_of(*base).name;
+      }
+    }
+  }
+  return rows;
+}
+
+std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector<BenchCase> cases, BenchSettings s,
+                                                   BenchControl* control) {
+  return std::async(std::launch::async, [&backend, cases = std::move(cases), s, control] {
+    return run_bench(backend, cases, s, control);
+  });
+}
+
+std::vector<BenchCase> default_bench_cases(int group) {
+  return bench_cases_for({{4096, 4096}, {8192, 8192}, {8192, 28672}}, group);
+}
+
+std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int64_t>>& shapes, int group) {
+  std::vector<BenchCase> cases;
+  for (const auto& [n, k] : shapes) {
+    for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
+      BenchCase c;
+      c.kind = BenchKind::Dequant;
+      c.n = n, c.k = k;
+      c.recipe = info.spec->id;
+      c.group = info.spec->id == recipes::RecipeId::Nf4F16 ? 64 : group;
+      cases.push_back(c);
+    }
+    for (quant::Scheme sc : {quant::Scheme::Int8Sym, quant::Scheme::Int4Sym, quant::Scheme::Nf4}) {
+      BenchCase c;
+      c.kind = BenchKind::Quant;
+      c.n = n, c.k = k;
+      c.scheme = sc;
+      c.group = sc == quant::Scheme::Int8Sym ? static_cast<int>(k) : (sc == quant::Scheme::Nf4 ? 64 : group);
+      cases.push_back(c);
+    }
+    for (quant::Scheme sc : {quant::Scheme::Int8Sym, quant::Scheme::Int4Sym}) {
+      for (bool fwd : {true, false}) {
+        BenchCase c;
+        c.kind = BenchKind::Permute;
+        c.n = n, c.k = k;
+        c.scheme = sc;
+        c.forward = fwd;
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
+}  // namespace dql

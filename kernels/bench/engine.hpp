@@ -1,0 +1,37 @@
+// Running benchmark cases: the stopping rule, statistics, throughput, and a run off the calling
+// thread with progress and cancel.
+#pragma once
+
+#include <future>
+
+#include "bench.hpp"
+
+namespace dql {
+
+class Backend;
+
+// Samples one target until the stopping rule holds. `cancel` may stop it early.
+BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s, const std::atomic<bool>* cancel);
+
+// The device-to-device copy bandwidth (bytes read + written per second) of a backend, measured
+// once per backend per process and cached.
+double copy_bandwidth(Backend& backend);
+
+// Every case in turn; fills throughput, % of copy bandwidth and the speed-up over each row's
+// baseline (a naive recipe at the same shape) where one was measured in the same run.
+std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& cases, const BenchSettings& s,
+                                BenchControl* control = nullptr);
+
+// The same on a thread of its own, for front ends that must keep drawing.
+std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector<BenchCase> cases, BenchSettings s,
+                                                   BenchControl* control);
+
+// The cases `bench` runs when none are named: every dequant recipe at 4096x4096, 8192x8192 and
+// 8192x28672, quant (int8, int4 per group, NF4) and permute at the same shapes.
+std::vector<BenchCase> default_bench_cases(int group = 128);
+std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int64_t>>& shapes, int group);
+
+// The naive recipe a fast one is compared with (same element width), if any.
+std::optional<recipes::RecipeId> baseline_of(recipes::RecipeId id);
+
+}  // namespace dql
