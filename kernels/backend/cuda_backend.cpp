@@ -9,6 +9,7 @@
 
 #include "backend.hpp"
 #include "host_steps.hpp"
+#include "kernels/cuda/fast.hpp"
 #include "kernels/cuda/launch.hpp"
 
 namespace dql {
@@ -81,24 +82,17 @@ class CudaBenchTarget final : public BenchTarget {
                                  random_words(groups / 8 + 1, 4, ~0u, 0u),
                                  reinterpret_cast<float*>(random_words(groups, 5, 0x007FFFFFu, 0x3C000000u)),
                                  alloc<uint16_t>(static_cast<size_t>(elems))};
-        launch_ = [this] { check(cuda::launch_dequant(dq_, false)); };
+        launch_ = [this] { check(cuda::fast_dequant(dq_, false)); };
         break;
       }
       case BenchKind::Quant: {
         const size_t groups = static_cast<size_t>(elems / c.group);
         q_ = quant::QuantArgs{c.scheme, n, k, c.group,
                               reinterpret_cast<float*>(random_words(static_cast<size_t>(elems), 6, 0x807FFFFFu, 0x3C000000u)),
-                              alloc<int8_t>(static_cast<size_t>(elems)), alloc<uint16_t>(groups), alloc<uint8_t>(groups),
-                              alloc<float>(groups)};
-        p_ = quant::PackArgs{c.scheme, quant::Layout::Plain, n, k, c.group, q_.codes, q_.scales, q_.zeros,
-                             alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32)),
-                             alloc<uint16_t>(groups), nullptr};
-        const bool nf4 = c.scheme == quant::Scheme::Nf4;
-        launch_ = [this, nf4, groups] {
-          check(cuda::launch_quant(q_, false));
-          check(cuda::launch_pack(p_, false));
-          if (!nf4) check(cuda::launch_pack_params(p_, static_cast<int64_t>(groups), false));
-        };
+                              nullptr, nullptr, nullptr, alloc<float>(groups)};
+        uint32_t* words = alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
+        uint16_t* scales = alloc<uint16_t>(groups);
+        launch_ = [this, words, scales] { check(cuda::fast_quant_plain(q_, words, scales, false)); };
         break;
       }
       case BenchKind::Permute: {
@@ -106,7 +100,7 @@ class CudaBenchTarget final : public BenchTarget {
         pm_ = quant::PermuteArgs{quant::scheme_bits(c.scheme), n, k, random_words(words, 7, ~0u, 0u),
                                  alloc<uint32_t>(words)};
         const bool fwd = c.forward;
-        launch_ = [this, fwd] { check(cuda::launch_permute(pm_, fwd, false)); };
+        launch_ = [this, fwd] { check(cuda::fast_permute(pm_, fwd, false)); };
         break;
       }
     }
@@ -140,7 +134,6 @@ class CudaBenchTarget final : public BenchTarget {
   std::function<void()> launch_;
   quant::DequantArgs dq_{};
   quant::QuantArgs q_{};
-  quant::PackArgs p_{};
   quant::PermuteArgs pm_{};
 
   template <class T>
@@ -188,27 +181,32 @@ class CudaBackend final : public Backend {
     const size_t groups = group_count(spec, n, k), words = qword_count(spec, n, k);
     require_memory(static_cast<size_t>(n * k) * 5 + words * 8 + groups * 16);
     DeviceArray<float> dw(w.as<float>(), static_cast<size_t>(n * k));
-    DeviceArray<int8_t> codes(static_cast<size_t>(n * k));
+    const bool awq = spec.layout == quant::Layout::Awq;  // the only format packed from codes
+    DeviceArray<int8_t> codes(awq ? static_cast<size_t>(n * k) : 0);
     DeviceArray<uint16_t> scales(groups);
-    DeviceArray<uint8_t> zeros(groups);
+    DeviceArray<uint8_t> zeros(awq ? groups : 0);
     const bool nf4 = spec.scheme == quant::Scheme::Nf4;
     DeviceArray<float> absmax(nf4 ? groups : 0);
     const quant::QuantArgs qa{spec.scheme, n,           k,           spec.group, dw.get(),
                               codes.get(), scales.get(), zeros.get(), absmax.get()};
-    check(cuda::launch_quant(qa));
+    DeviceArray<uint32_t> plain(words);
+    if (awq) {
+      check(cuda::launch_quant(qa));  // asymmetric: codes and zeros, packed below
+    } else {
+      check(cuda::fast_quant_plain(qa, plain.get(), scales.get()));
+    }
     QuantizedMatrix q{spec, n, k, {}, {}, {}, {}};
     if (!nf4) check_scales(spec, scales.to_host(), n, k);
 
-    DeviceArray<uint32_t> plain(words);
     DeviceArray<uint16_t> scales_out(nf4 ? 0 : groups);
-    DeviceArray<uint32_t> qzeros(spec.layout == quant::Layout::Awq ? groups / 8 : 0);
+    DeviceArray<uint32_t> qzeros(awq ? groups / 8 : 0);
     const quant::PackArgs pa{spec.scheme,  spec.layout, n,           k,                spec.group, codes.get(),
                              scales.get(), zeros.get(), plain.get(), scales_out.get(), qzeros.get()};
-    check(cuda::launch_pack(pa));
+    if (awq) check(cuda::launch_pack(pa));  // AWQ's packing of 8 columns a word
     if (!nf4) check(cuda::launch_pack_params(pa, static_cast<int64_t>(groups)));
     if (spec.layout == quant::Layout::Ft) {
       DeviceArray<uint32_t> ft(words);
-      check(cuda::launch_permute(quant::PermuteArgs{quant::scheme_bits(spec.scheme), n, k, plain.get(), ft.get()}, true));
+      check(cuda::fast_permute(quant::PermuteArgs{quant::scheme_bits(spec.scheme), n, k, plain.get(), ft.get()}, true));
       q.qwords = ft.to_host();
     } else {
       q.qwords = plain.to_host();
@@ -230,7 +228,7 @@ class CudaBackend final : public Backend {
     DeviceArray<uint16_t> out(out_n);
     const quant::DequantArgs da{q.spec.scheme, q.spec.layout, recipe,   q.n,      q.k,      q.spec.group,
                                 qw.get(),      sc.get(),      qz.get(), am.get(), out.get()};
-    check(cuda::launch_dequant(da));
+    check(cuda::fast_dequant(da));
     return out.to_host();
   }
 
@@ -240,7 +238,7 @@ class CudaBackend final : public Backend {
     require_memory(words.size() * 8);
     DeviceArray<uint32_t> in(words);
     DeviceArray<uint32_t> out(words.size());
-    check(cuda::launch_permute(quant::PermuteArgs{bits, n, k, in.get(), out.get()}, forward));
+    check(cuda::fast_permute(quant::PermuteArgs{bits, n, k, in.get(), out.get()}, forward));
     return out.to_host();
   }
 

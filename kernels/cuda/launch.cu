@@ -102,15 +102,6 @@ std::string launch_pack(const quant::PackArgs& a, bool wait) {
 std::string launch_pack_params(const quant::PackArgs& a, int64_t groups, bool wait) {
   return launch_items<quant::PackArgs, quant::pack_params>(a, groups, "pack scales", wait);
 }
-std::string launch_permute(const quant::PermuteArgs& a, bool forward, bool wait) {
-  return forward
-             ? launch_items<quant::PermuteArgs, quant::ft_forward_word>(a, quant::permute_items(a), "permute", wait)
-             : launch_items<quant::PermuteArgs, quant::ft_inverse_word>(a, quant::permute_items(a), "permute", wait);
-}
-std::string launch_dequant(const quant::DequantArgs& a, bool wait) {
-  return launch_items<quant::DequantArgs, quant::dequant_word>(a, quant::dequant_items(a), "dequantize", wait);
-}
-
 std::string launch_fill(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {
   if (n == 0) return {};
   const size_t blocks = (n + 255) / 256;

@@ -1,4 +1,4 @@
-// Thin launchers over the CUDA kernels. Arguments hold device pointers; each launcher checks
+// Thin launchers over the per-item CUDA kernels (the fast kernels are in fast.hpp). Arguments hold device pointers; each launcher checks
 // the launch and, when `wait` is set, waits for the kernel, returning an empty string or what
 // went wrong. Without `wait` the work is queued on the default stream (the benchmarks).
 #pragma once
@@ -13,8 +13,6 @@ namespace dql::cuda {
 std::string launch_quant(const quant::QuantArgs& a, bool wait = true);
 std::string launch_pack(const quant::PackArgs& a, bool wait = true);
 std::string launch_pack_params(const quant::PackArgs& a, int64_t groups, bool wait = true);
-std::string launch_permute(const quant::PermuteArgs& a, bool forward, bool wait = true);
-std::string launch_dequant(const quant::DequantArgs& a, bool wait = true);
 // Every destination register of the recipe's steps into values[0 .. *count).
 std::string launch_trace(recipes::RecipeId id, uint32_t reg, uint32_t absmax, uint32_t* values, int* count);
 // All 2^32 input registers against the integer reference (absmax 1.0 for NF4):

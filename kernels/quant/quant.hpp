@@ -107,6 +107,22 @@ DQL_HD int nf4_code(float x) {
   return c;
 }
 
+// ---- quantize ----------------------------------------------------------------------------------
+
+// The pieces every quantizer shares (the CPU twin's per-group loop and the CUDA kernels).
+DQL_HD float sym_qmax(Scheme s) { return s == Scheme::Int8Sym ? 127.0f : 7.0f; }
+// The larger magnitude, never turning +0 into -0 (so an all-zero group keeps a +0 scale).
+DQL_HD float max_abs(float m, float x) { return abs_f(x) > m ? abs_f(x) : m; }
+DQL_HD uint16_t sym_scale(float amax, float qmax) { return f32_to_half(div_rn(amax, qmax)); }
+DQL_HD int sym_code(float w, float s, float qmax) {
+  float v = (s > 0.0f && s < 65536.0f) ? rint_even(div_rn(w, s)) : 0.0f;
+  v = v < -qmax - 1.0f ? -qmax - 1.0f : (v > qmax ? qmax : v);
+  return static_cast<int>(v);
+}
+// NF4: `inv` = 1 / absmax, rounded to fp32 once per block.
+DQL_HD float nf4_inverse(float amax) { return amax > 0.0f ? div_rn(1.0f, amax) : 0.0f; }
+DQL_HD int nf4_code_of(float w, float amax, float inv) { return amax > 0.0f ? nf4_code(mul_rn(w, inv)) : 7; }
+
 // ---- quantize: one group (or NF4 block) per item ---------------------------------------------
 
 struct QuantArgs {
@@ -130,10 +146,10 @@ DQL_HD void quant_group(const QuantArgs& a, int64_t item) {
   const int g = a.group;
   if (a.scheme == Scheme::Nf4) {
     float amax = 0.0f;
-    for (int i = 0; i < g; ++i) amax = abs_f(w[i]) > amax ? abs_f(w[i]) : amax;
+    for (int i = 0; i < g; ++i) amax = max_abs(amax, w[i]);
     a.absmax[item] = amax;
-    const float inv = amax > 0.0f ? div_rn(1.0f, amax) : 0.0f;
-    for (int i = 0; i < g; ++i) q[i] = static_cast<int8_t>(amax > 0.0f ? nf4_code(mul_rn(w[i], inv)) : 7);
+    const float inv = nf4_inverse(amax);
+    for (int i = 0; i < g; ++i) q[i] = static_cast<int8_t>(nf4_code_of(w[i], amax, inv));
     return;
   }
   if (a.scheme == Scheme::Int4Asym) {
@@ -157,17 +173,13 @@ DQL_HD void quant_group(const QuantArgs& a, int64_t item) {
     }
     return;
   }
-  const float qmax = a.scheme == Scheme::Int8Sym ? 127.0f : 7.0f;
+  const float qmax = sym_qmax(a.scheme);
   float amax = 0.0f;
-  for (int i = 0; i < g; ++i) amax = abs_f(w[i]) > amax ? abs_f(w[i]) : amax;
-  const uint16_t sh = f32_to_half(div_rn(amax, qmax));
+  for (int i = 0; i < g; ++i) amax = max_abs(amax, w[i]);
+  const uint16_t sh = sym_scale(amax, qmax);
   a.scales[item] = sh;
   const float s = half_to_f32(sh);
-  for (int i = 0; i < g; ++i) {
-    float v = (s > 0.0f && s < 65536.0f) ? rint_even(div_rn(w[i], s)) : 0.0f;
-    v = v < -qmax - 1.0f ? -qmax - 1.0f : (v > qmax ? qmax : v);
-    q[i] = static_cast<int8_t>(v);
-  }
+  for (int i = 0; i < g; ++i) q[i] = static_cast<int8_t>(sym_code(w[i], s, qmax));
 }
 
 // ---- pack codes into 32-bit words -------------------------------------------------------------
@@ -296,18 +308,49 @@ struct DequantArgs {
 
 DQL_HD int64_t dequant_items(const DequantArgs& a) { return a.n * a.k * scheme_bits(a.scheme) / 32; }
 
+// One packed word through the recipe (and, for AWQ, minus its zero points converted the same
+// way), times the scales s16[i] of its elements, rounded once to the output type. v[r] holds
+// elements 2r and 2r + 1. The one definition of the value every dequant kernel writes.
+DQL_HD void convert_word(recipes::RecipeId recipe, bool awq, uint32_t word, uint32_t zero_word,
+                         uint32_t absmax_bits, const uint32_t* s16, uint32_t* v) {
+  const uint32_t in[2] = {word, absmax_bits};
+  uint32_t q[4];
+  recipes::run_plain(recipe, in, q);
+  const int e = recipes::recipe_elems(recipe);
+  if (awq) {
+    uint32_t z[4];
+    const uint32_t zin[2] = {zero_word, 0u};
+    recipes::run_plain(recipe, zin, z);
+    for (int r = 0; r < 4; ++r) q[r] = bits::sub_f16x2(q[r], z[r]);
+  }
+  for (int r = 0; r < e / 2; ++r) {
+    if (recipe == recipes::RecipeId::Nf4F16) {
+      v[r] = q[r];  // the recipe already scaled by absmax
+    } else if (recipes::recipe_out(recipe) == recipes::OutType::F16) {
+      v[r] = bits::mul_f16x2(q[r], bits::pack16(s16[2 * r], s16[2 * r + 1]));
+    } else {  // bf16: the exact product in fp32, rounded once to bf16
+      const uint32_t lo =
+          bits::mul_f32(bits::lo16(q[r]) << 16, bits::soft_convert(bits::kF32, bits::kF16, s16[2 * r]));
+      const uint32_t hi =
+          bits::mul_f32(bits::hi16(q[r]) << 16, bits::soft_convert(bits::kF32, bits::kF16, s16[2 * r + 1]));
+      v[r] = bits::cvt_bf16x2_f32(hi, lo);
+    }
+  }
+}
+
 DQL_HD void dequant_word(const DequantArgs& a, int64_t w) {
   const int e = recipes::recipe_elems(a.recipe);
   const int64_t groups = a.k / a.group;
-  uint32_t in[2] = {a.qwords[w], 0x3F800000u};
+  uint32_t absmax = 0x3F800000u, zero = 0u;
   int64_t row[8], col[8];  // where output element i goes
-  uint32_t s16[8];         // its scale (fp16 bits)
+  uint32_t s16[8] = {};    // its scale (fp16 bits)
   if (a.layout == Layout::Awq) {
     const int64_t cols = a.n / 8, kk = w / cols, c = w % cols;
     for (int i = 0; i < 8; ++i) {
       row[i] = 8 * c + i, col[i] = kk;
       s16[i] = a.scales[(kk / a.group) * a.n + row[i]];
     }
+    zero = a.qzeros[(kk / a.group) * cols + c];
   } else if (a.layout == Layout::Ft) {
     const layouts::FtGeometry g{scheme_bits(a.scheme)};
     for (int i = 0; i < e; ++i) {
@@ -319,31 +362,12 @@ DQL_HD void dequant_word(const DequantArgs& a, int64_t w) {
     const int64_t idx = w * e, n = idx / a.k, k0 = idx % a.k;
     for (int i = 0; i < e; ++i) {
       row[i] = n, col[i] = k0 + i;
-      s16[i] = a.scheme == Scheme::Nf4 ? 0u : a.scales[n * groups + k0 / a.group];
+      if (a.scheme != Scheme::Nf4) s16[i] = a.scales[n * groups + k0 / a.group];
     }
-    if (a.scheme == Scheme::Nf4) in[1] = bits_of_f32(a.absmax[n * groups + k0 / a.group]);
-  }
-  uint32_t q[4];
-  recipes::run_plain(a.recipe, in, q);
-  if (a.layout == Layout::Awq) {  // zero points go through the same conversion, then q - z
-    uint32_t z[4];
-    const uint32_t zin[2] = {a.qzeros[(col[0] / a.group) * (a.n / 8) + w % (a.n / 8)], 0u};
-    recipes::run_plain(a.recipe, zin, z);
-    for (int r = 0; r < 4; ++r) q[r] = bits::sub_f16x2(q[r], z[r]);
+    if (a.scheme == Scheme::Nf4) absmax = bits_of_f32(a.absmax[n * groups + k0 / a.group]);
   }
   uint32_t v[4];
-  for (int r = 0; r < e / 2; ++r) {
-    if (a.scheme == Scheme::Nf4) {
-      v[r] = q[r];  // the recipe already scaled by absmax
-    } else if (recipes::recipe_out(a.recipe) == recipes::OutType::F16) {
-      v[r] = bits::mul_f16x2(q[r], bits::pack16(s16[2 * r], s16[2 * r + 1]));
-    } else {  // bf16: the exact product in fp32, rounded once to bf16
-      const uint32_t lo = bits::mul_f32(bits::lo16(q[r]) << 16, bits::soft_convert(bits::kF32, bits::kF16, s16[2 * r]));
-      const uint32_t hi =
-          bits::mul_f32(bits::hi16(q[r]) << 16, bits::soft_convert(bits::kF32, bits::kF16, s16[2 * r + 1]));
-      v[r] = bits::cvt_bf16x2_f32(hi, lo);
-    }
-  }
+  convert_word(a.recipe, a.layout == Layout::Awq, a.qwords[w], zero, absmax, s16, v);
   for (int i = 0; i < e; ++i) {
     a.out[row[i] * a.k + col[i]] = static_cast<uint16_t>((i % 2) ? bits::hi16(v[i / 2]) : bits::lo16(v[i / 2]));
   }

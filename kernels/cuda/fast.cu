@@ -1,0 +1,391 @@
+// The fast kernels: the same values as the per-item functions in quant/quant.hpp (the CPU twin),
+// arranged for the memory system. Every value is computed by the shared functions
+// (convert_word, sym_code, nf4_code_of, the FT maps); only who does what, and how the bytes
+// move, differs. notes/performance.md has the reasoning and the figures.
+#include <cuda_runtime.h>
+
+#include "fast.hpp"
+
+namespace dql::cuda {
+
+namespace {
+
+using quant::DequantArgs;
+using quant::PermuteArgs;
+using quant::Scheme;
+using recipes::RecipeId;
+
+constexpr int kThreads = 256;
+
+std::string status(const char* what, bool wait) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess && wait) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) return {};
+  return std::string(what) + " failed on the GPU: " + cudaGetErrorString(e);
+}
+
+unsigned blocks_for(int64_t threads) { return static_cast<unsigned>((threads + kThreads - 1) / kThreads); }
+
+// ---- dequant, plain layouts: four words per thread, each word's results in one store ----------
+
+template <RecipeId Id>
+__global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int64_t words) {
+  constexpr int E = recipes::recipe_elems(Id);
+  constexpr bool kNf4 = Id == RecipeId::Nf4F16;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * (4 * kThreads) + threadIdx.x;
+  const int64_t groups = a.k / a.group;
+  uint32_t w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t idx = base + j * kThreads;
+    w[j] = idx < words ? __ldcs(a.qwords + idx) : 0u;
+  }
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int64_t idx = base + j * kThreads;
+    if (idx >= words) break;
+    const int64_t first = idx * E, n = first / a.k, k0 = first % a.k;
+    const int64_t p = n * groups + k0 / a.group;
+    uint32_t s16[8];
+    uint32_t absmax = 0x3F800000u;
+    if constexpr (kNf4) {
+      absmax = quant::bits_of_f32(__ldg(a.absmax + p));
+    } else {
+      const uint32_t s = __ldg(a.scales + p);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) s16[i] = s;
+    }
+    uint32_t v[4];
+    quant::convert_word(Id, false, w[j], 0u, absmax, s16, v);
+    if constexpr (E == 8) {
+      __stcs(reinterpret_cast<uint4*>(a.out + first), make_uint4(v[0], v[1], v[2], v[3]));
+    } else {
+      __stcs(reinterpret_cast<uint2*>(a.out + first), make_uint2(v[0], v[1]));
+    }
+  }
+}
+
+// ---- dequant, FT layout: one thread per (column, 64-row tile) ---------------------------------
+//
+// The V words of a (column, tile) are contiguous, and chunk t of V words is the t-th such pair
+// in memory order, so thread t reads words t*V .. t*V + V - 1. Its 64 results are 64 consecutive
+// values of one output row.
+
+template <int Bits>
+struct FtTile {
+  static constexpr __host__ __device__ layouts::FtGeometry geom() { return layouts::FtGeometry{Bits}; }
+  static constexpr int E = 32 / Bits, I = Bits == 4 ? 4 : 2, V = 64 / E, RG = Bits == 4 ? 32 : 16;
+  // Tile-local output column of element e of word j (the row permutation undone).
+  static constexpr __host__ __device__ int column(int j, int e) {
+    const int kp = j * E + e;
+    return (kp / RG) * RG + layouts::ft_row_source(geom(), kp % RG);
+  }
+};
+
+template <RecipeId Id>
+__global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
+  constexpr int B = recipes::recipe_bits(Id);
+  using T = FtTile<B>;
+  const int64_t tiles_k = a.k / 64;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (t >= a.n * tiles_k) return;
+  const int64_t rem = t % (tiles_k * T::I);
+  const int64_t tile = rem / T::I;
+  const int64_t n = (t / (tiles_k * T::I)) * T::I + rem % T::I;
+  uint32_t w[T::V];
+  const uint4* src = reinterpret_cast<const uint4*>(a.qwords + t * T::V);
+#pragma unroll
+  for (int i = 0; i < T::V / 4; ++i) {
+    const uint4 x = __ldcs(src + i);
+    w[4 * i] = x.x, w[4 * i + 1] = x.y, w[4 * i + 2] = x.z, w[4 * i + 3] = x.w;
+  }
+  // Every 32-row half of the tile lies in one group (G is a multiple of 32).
+  const uint32_t s_lo = __ldg(a.scales + (tile * 64 / a.group) * a.n + n);
+  const uint32_t s_hi = __ldg(a.scales + ((tile * 64 + 32) / a.group) * a.n + n);
+  uint32_t out[32];  // 64 results, two per register, in column order
+#pragma unroll
+  for (int j = 0; j < T::V; ++j) {
+    const uint32_t s = T::column(j, 0) < 32 ? s_lo : s_hi;
+    const uint32_t s16[8] = {s, s, s, s, s, s, s, s};
+    uint32_t v[4];
+    quant::convert_word(Id, false, w[j], 0u, 0x3F800000u, s16, v);
+#pragma unroll
+    for (int r = 0; r < T::E / 2; ++r) out[T::column(j, 2 * r) / 2] = v[r];  // pairs stay adjacent
+  }
+  uint4* dst = reinterpret_cast<uint4*>(a.out + n * a.k + tile * 64);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
+}
+
+// ---- dequant, AWQ: one thread per (8 columns, 16 rows of K) -----------------------------------
+
+__global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
+  const int64_t cols = a.n / 8;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (t >= cols * (a.k / 16)) return;
+  const int64_t c = t % cols, k0 = (t / cols) * 16;
+  uint32_t w[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) w[i] = __ldcs(a.qwords + (k0 + i) * cols + c);
+  const int64_t g = k0 / a.group;  // 16 rows lie in one group
+  const uint32_t zero = __ldg(a.qzeros + g * cols + c);
+  const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + g * a.n + 8 * c));
+  const uint32_t s16[8] = {sv.x & 0xFFFFu, sv.x >> 16, sv.y & 0xFFFFu, sv.y >> 16,
+                           sv.z & 0xFFFFu, sv.z >> 16, sv.w & 0xFFFFu, sv.w >> 16};
+  uint32_t v[16][4];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) quant::convert_word(RecipeId::AwqInt4F16, true, w[i], zero, 0u, s16, v[i]);
+  // v[i][r] holds columns 8c + 2r (low) and 8c + 2r + 1 (high) at row k0 + i: gather each
+  // column's 16 rows into two 16-byte stores.
+#pragma unroll
+  for (int col = 0; col < 8; ++col) {
+    const uint32_t sel = (col % 2) ? 0x7632u : 0x5410u;
+    uint32_t o[8];
+#pragma unroll
+    for (int p = 0; p < 8; ++p) o[p] = __byte_perm(v[2 * p][col / 2], v[2 * p + 1][col / 2], sel);
+    uint4* dst = reinterpret_cast<uint4*>(a.out + (8 * c + col) * a.k + k0);
+    __stcs(dst, make_uint4(o[0], o[1], o[2], o[3]));
+    __stcs(dst + 1, make_uint4(o[4], o[5], o[6], o[7]));
+  }
+}
+
+// ---- quant, groups of up to 256: eight elements per thread, the group's threads together -------
+
+template <Scheme S>
+__global__ void __launch_bounds__(kThreads) quant_segment_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  const int64_t total = a.n * a.k / 8;
+  const bool live = t < total;
+  const int per_group = a.group / 8;  // threads of one group: 4 .. 32, aligned inside the warp
+  float x[8] = {};
+  if (live) {
+    const float4* src = reinterpret_cast<const float4*>(a.w + t * 8);
+    const float4 p = __ldcs(src), q = __ldcs(src + 1);
+    x[0] = p.x, x[1] = p.y, x[2] = p.z, x[3] = p.w, x[4] = q.x, x[5] = q.y, x[6] = q.z, x[7] = q.w;
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) amax = quant::max_abs(amax, x[i]);
+  for (int off = per_group / 2; off > 0; off /= 2) {
+    const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
+    amax = o > amax ? o : amax;
+  }
+  if (!live) return;
+  const int64_t group = t / per_group;
+  const bool leader = t % per_group == 0;
+  if constexpr (S == Scheme::Nf4) {
+    const float inv = quant::nf4_inverse(amax);
+    uint32_t word = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t hi = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j], amax, inv));
+      const uint32_t lo = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j + 1], amax, inv));
+      word |= ((hi << 4) | lo) << (8 * j);
+    }
+    __stcs(qwords + t, word);
+    if (leader) a.absmax[group] = amax;
+  } else {
+    constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
+    const uint16_t sh = quant::sym_scale(amax, qmax);
+    const float s = quant::half_to_f32(sh);
+    if constexpr (S == Scheme::Int8Sym) {
+      uint32_t lo = 0, hi = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        lo |= (static_cast<uint32_t>(quant::sym_code(x[i], s, qmax)) & 0xFFu) << (8 * i);
+        hi |= (static_cast<uint32_t>(quant::sym_code(x[4 + i], s, qmax)) & 0xFFu) << (8 * i);
+      }
+      __stcs(reinterpret_cast<uint2*>(qwords) + t, make_uint2(lo, hi));
+    } else {
+      uint32_t word = 0;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) word |= (static_cast<uint32_t>(quant::sym_code(x[i], s, qmax)) & 0xFu) << (4 * i);
+      __stcs(qwords + t, word);
+    }
+    if (leader) scales[group] = sh;
+  }
+}
+
+// ---- quant, wider groups: one block per group, reading it twice (the second time from L2) -----
+
+template <Scheme S>
+__global__ void __launch_bounds__(kThreads) quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+  __shared__ float partial[kThreads / 32];
+  const int64_t group = blockIdx.x;
+  const int64_t first8 = group * (a.group / 8);  // in units of 8 elements
+  const int64_t count8 = a.group / 8;
+  const float4* src = reinterpret_cast<const float4*>(a.w) + 2 * first8;
+  float amax = 0.0f;
+  for (int64_t i = threadIdx.x; i < count8; i += kThreads) {
+    const float4 p = src[2 * i], q = src[2 * i + 1];
+    amax = quant::max_abs(amax, p.x), amax = quant::max_abs(amax, p.y);
+    amax = quant::max_abs(amax, p.z), amax = quant::max_abs(amax, p.w);
+    amax = quant::max_abs(amax, q.x), amax = quant::max_abs(amax, q.y);
+    amax = quant::max_abs(amax, q.z), amax = quant::max_abs(amax, q.w);
+  }
+  for (int off = 16; off > 0; off /= 2) {
+    const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
+    amax = o > amax ? o : amax;
+  }
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = amax;
+  __syncthreads();
+  amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < kThreads / 32; ++i) amax = partial[i] > amax ? partial[i] : amax;
+  if constexpr (S == Scheme::Nf4) {
+    const float inv = quant::nf4_inverse(amax);
+    for (int64_t i = threadIdx.x; i < count8; i += kThreads) {
+      const float4 p = __ldcs(src + 2 * i), q = __ldcs(src + 2 * i + 1);
+      const float x[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+      uint32_t word = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t hi = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j], amax, inv));
+        const uint32_t lo = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j + 1], amax, inv));
+        word |= ((hi << 4) | lo) << (8 * j);
+      }
+      __stcs(qwords + first8 + i, word);
+    }
+    if (threadIdx.x == 0) a.absmax[group] = amax;
+  } else {
+    constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
+    const uint16_t sh = quant::sym_scale(amax, qmax);
+    const float s = quant::half_to_f32(sh);
+    for (int64_t i = threadIdx.x; i < count8; i += kThreads) {
+      const float4 p = __ldcs(src + 2 * i), q = __ldcs(src + 2 * i + 1);
+      const float x[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+      if constexpr (S == Scheme::Int8Sym) {
+        uint32_t lo = 0, hi = 0;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          lo |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFFu) << (8 * j);
+          hi |= (static_cast<uint32_t>(quant::sym_code(x[4 + j], s, qmax)) & 0xFFu) << (8 * j);
+        }
+        __stcs(reinterpret_cast<uint2*>(qwords) + first8 + i, make_uint2(lo, hi));
+      } else {
+        uint32_t word = 0;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) word |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFu) << (4 * j);
+        __stcs(qwords + first8 + i, word);
+      }
+    }
+    if (threadIdx.x == 0) scales[group] = sh;
+  }
+}
+
+// ---- permute: one thread per (column, 64-row tile), both ways ----------------------------------
+
+template <int Bits, bool Forward>
+__global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
+  using T = FtTile<Bits>;
+  constexpr uint32_t mask = (1u << Bits) - 1u, bias = 1u << (Bits - 1);
+  const int64_t tiles_k = a.k / 64;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (t >= a.n * tiles_k) return;
+  const int64_t rem = t % (tiles_k * T::I);
+  const int64_t tile = rem / T::I;
+  const int64_t n = (t / (tiles_k * T::I)) * T::I + rem % T::I;
+  // The 64 values of row n, columns tile*64 .. +63, as plain words, and the V words of the tile.
+  const int64_t plain_at = (n * a.k + tile * 64) / T::E, ft_at = t * T::V;
+  uint32_t in[T::V], out[T::V];
+  const uint4* src = reinterpret_cast<const uint4*>(a.in + (Forward ? plain_at : ft_at));
+#pragma unroll
+  for (int i = 0; i < T::V / 4; ++i) {
+    const uint4 x = __ldcs(src + i);
+    in[4 * i] = x.x, in[4 * i + 1] = x.y, in[4 * i + 2] = x.z, in[4 * i + 3] = x.w;
+  }
+#pragma unroll
+  for (int i = 0; i < T::V; ++i) out[i] = 0u;
+#pragma unroll
+  for (int j = 0; j < T::V; ++j) {
+#pragma unroll
+    for (int d = 0; d < T::E; ++d) {
+      const int col = T::column(j, layouts::ft_slot_element(T::geom(), d));  // FT word j, slot d <-> plain column col
+      if constexpr (Forward) {
+        const uint32_t v = (in[col / T::E] >> (Bits * (col % T::E))) & mask;
+        out[j] |= ((v + bias) & mask) << (Bits * d);
+      } else {
+        const uint32_t v = (in[j] >> (Bits * d)) & mask;
+        out[col / T::E] |= ((v - bias) & mask) << (Bits * (col % T::E));
+      }
+    }
+  }
+  uint4* dst = reinterpret_cast<uint4*>(a.out + (Forward ? ft_at : plain_at));
+#pragma unroll
+  for (int i = 0; i < T::V / 4; ++i) __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
+}
+
+}  // namespace
+
+std::string fast_dequant(const DequantArgs& a, bool wait) {
+  using R = RecipeId;
+  const int64_t words = a.n * a.k * quant::scheme_bits(a.scheme) / 32;
+  switch (a.layout) {
+    case quant::Layout::Plain: {
+      const unsigned g = static_cast<unsigned>((words + 4 * kThreads - 1) / (4 * kThreads));
+      switch (a.recipe) {
+#define DQL_PLAIN(ID) \
+  case R::ID: dequant_plain_kernel<R::ID><<<g, kThreads>>>(a, words); break;
+        DQL_PLAIN(CutlassInt4F16)
+        DQL_PLAIN(CutlassInt8F16)
+        DQL_PLAIN(NaiveInt4F16)
+        DQL_PLAIN(NaiveInt8F16)
+        DQL_PLAIN(Nf4F16)
+#undef DQL_PLAIN
+        default: return "internal error: no plain-layout kernel for this recipe";
+      }
+      break;
+    }
+    case quant::Layout::Ft: {
+      const unsigned g = blocks_for(a.n * (a.k / 64));
+      switch (a.recipe) {
+#define DQL_FT(ID) \
+  case R::ID: dequant_ft_kernel<R::ID><<<g, kThreads>>>(a); break;
+        DQL_FT(FtInt4F16)
+        DQL_FT(FtInt4Bf16)
+        DQL_FT(FtUint8F16)
+        DQL_FT(FtUint8Bf16)
+#undef DQL_FT
+        default: return "internal error: no FT-layout kernel for this recipe";
+      }
+      break;
+    }
+    case quant::Layout::Awq:
+      dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
+      break;
+  }
+  return status("dequantize", wait);
+}
+
+std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, bool wait) {
+  const bool wide = a.group > 256;
+  const unsigned g = wide ? static_cast<unsigned>(a.n * (a.k / a.group)) : blocks_for(a.n * a.k / 8);
+  switch (a.scheme) {
+#define DQL_QUANT(S)                                                                          \
+  case Scheme::S:                                                                             \
+    if (wide) {                                                                               \
+      quant_wide_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);                       \
+    } else {                                                                                  \
+      quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);                    \
+    }                                                                                         \
+    break;
+    DQL_QUANT(Int8Sym)
+    DQL_QUANT(Int4Sym)
+    DQL_QUANT(Nf4)
+#undef DQL_QUANT
+    default: return "internal error: the fast quantizer handles int8-sym, int4-sym and nf4";
+  }
+  return status("quantize", wait);
+}
+
+std::string fast_permute(const PermuteArgs& a, bool forward, bool wait) {
+  const unsigned g = blocks_for(a.n * (a.k / 64));
+  if (a.bits == 4) {
+    forward ? permute_kernel<4, true><<<g, kThreads>>>(a) : permute_kernel<4, false><<<g, kThreads>>>(a);
+  } else {
+    forward ? permute_kernel<8, true><<<g, kThreads>>>(a) : permute_kernel<8, false><<<g, kThreads>>>(a);
+  }
+  return status("permute", wait);
+}
+
+}  // namespace dql::cuda
