@@ -28,12 +28,21 @@ unsigned blocks_for(int64_t threads) { return static_cast<unsigned>((threads + k
 
 // ---- dequant, plain layouts: four words per thread, each word's results in one store ----------
 
+// The NF4 code book held one entry per lane (lanes 16..31 repeat 0..15): an entry is a shuffle
+// away, with no divergent lookups. Every lane of the warp must take part in each fetch.
+struct WarpCodeBook {
+  static constexpr bool kTrace = false;
+  uint32_t lane_entry;
+  __device__ uint32_t nf4_entry(uint32_t code) const { return __shfl_sync(0xFFFFFFFFu, lane_entry, static_cast<int>(code)); }
+};
+
 template <RecipeId Id>
 __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int64_t words) {
   constexpr int E = recipes::recipe_elems(Id);
   constexpr bool kNf4 = Id == RecipeId::Nf4F16;
   const int64_t base = static_cast<int64_t>(blockIdx.x) * (4 * kThreads) + threadIdx.x;
   const int64_t groups = a.k / a.group;
+  const WarpCodeBook book{recipes::nf4_code_bits(threadIdx.x & 15u)};
   uint32_t w[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -42,21 +51,25 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
   }
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
+    // Lanes past the end compute on a zero word (the code-book shuffles need the whole warp)
+    // and store nothing.
     const int64_t idx = base + j * kThreads;
-    if (idx >= words) break;
-    const int64_t first = idx * E, n = first / a.k, k0 = first % a.k;
+    const bool live = idx < words;
+    const int64_t first = (live ? idx : 0) * E, n = first / a.k, k0 = first % a.k;
     const int64_t p = n * groups + k0 / a.group;
     uint32_t s16[8];
     uint32_t absmax = 0x3F800000u;
+    uint32_t v[4];
     if constexpr (kNf4) {
       absmax = quant::bits_of_f32(__ldg(a.absmax + p));
+      quant::convert_word(Id, false, w[j], 0u, absmax, s16, v, book);
     } else {
       const uint32_t s = __ldg(a.scales + p);
 #pragma unroll
       for (int i = 0; i < 8; ++i) s16[i] = s;
+      quant::convert_word(Id, false, w[j], 0u, absmax, s16, v);
     }
-    uint32_t v[4];
-    quant::convert_word(Id, false, w[j], 0u, absmax, s16, v);
+    if (!live) continue;
     if constexpr (E == 8) {
       __stcs(reinterpret_cast<uint4*>(a.out + first), make_uint4(v[0], v[1], v[2], v[3]));
     } else {
@@ -82,13 +95,17 @@ struct FtTile {
   }
 };
 
-template <RecipeId Id>
+// With K a multiple of 64 * 32 / I, a warp's 32 chunks are 32 / I consecutive tiles of I rows;
+// the results then go through shared memory so that every store instruction of the warp writes
+// 512 contiguous bytes of one row (`Staged`). Otherwise each thread stores its own 128 bytes.
+template <RecipeId Id, bool Staged>
 __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
   constexpr int B = recipes::recipe_bits(Id);
   using T = FtTile<B>;
+  __shared__ uint4 stage[Staged ? kThreads * 8 : 1];
   const int64_t tiles_k = a.k / 64;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (t >= a.n * tiles_k) return;
+  if (t >= a.n * tiles_k) return;  // whole warps only, when staged
   const int64_t rem = t % (tiles_k * T::I);
   const int64_t tile = rem / T::I;
   const int64_t n = (t / (tiles_k * T::I)) * T::I + rem % T::I;
@@ -112,13 +129,76 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
 #pragma unroll
     for (int r = 0; r < T::E / 2; ++r) out[T::column(j, 2 * r) / 2] = v[r];  // pairs stay adjacent
   }
-  uint4* dst = reinterpret_cast<uint4*>(a.out + n * a.k + tile * 64);
+  if constexpr (!Staged) {
+    uint4* dst = reinterpret_cast<uint4*>(a.out + n * a.k + tile * 64);
 #pragma unroll
-  for (int i = 0; i < 8; ++i) __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
+    for (int i = 0; i < 8; ++i) __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
+  } else {
+    // Chunk p of lane L sits at L * 8 + (p ^ (L % 8)): conflict-free both ways.
+    const int lane = threadIdx.x % 32;
+    uint4* mine = stage + (threadIdx.x / 32) * 256;
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+      mine[lane * 8 + (p ^ (lane % 8))] = make_uint4(out[4 * p], out[4 * p + 1], out[4 * p + 2], out[4 * p + 3]);
+    }
+    __syncwarp();
+    constexpr int kTiles = 32 / T::I;  // tiles per warp; each row segment is kTiles * 128 bytes
+    const int64_t t0 = t - lane;
+    const int64_t rem0 = t0 % (tiles_k * T::I);
+    const int64_t n0 = (t0 / (tiles_k * T::I)) * T::I, tile0 = rem0 / T::I;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int s = i * 32 + lane;  // (row, tile, part) order: contiguous in memory
+      const int nsub = s / (8 * kTiles), tl = (s / 8) % kTiles, part = s % 8;
+      const int from = tl * T::I + nsub;
+      const uint4 x = mine[from * 8 + (part ^ (from % 8))];
+      __stcs(reinterpret_cast<uint4*>(a.out + (n0 + nsub) * a.k + (tile0 + tl) * 64) + part, x);
+    }
+  }
 }
 
-// ---- dequant, AWQ: one thread per (8 columns, 16 rows of K) -----------------------------------
+// ---- dequant, AWQ: a block per (64 rows of K, 256 columns), transposed through shared memory --
+//
+// Thread (c, q) converts the 8 words of rows 8q .. 8q + 7 in word column c: 8 columns x 8 rows.
+// Each column's 8 values go to shared memory as one 16-byte chunk (swizzled: conflict-free),
+// and the block then writes 256 rows of 128 bytes, four full lines per warp instruction.
+// Shapes whose N is not a multiple of 256 or K of 64 use the per-thread kernel below it.
 
+__global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs a) {
+  __shared__ uint4 tile[256 * 8];
+  const int64_t cols = a.n / 8;
+  const int64_t c0 = (blockIdx.x % (cols / 32)) * 32, k0 = (blockIdx.x / (cols / 32)) * 64;
+  const int cl = threadIdx.x % 32, q = threadIdx.x / 32;
+  const int64_t c = c0 + cl, kr = k0 + 8 * q;
+  uint32_t w[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) w[i] = __ldcs(a.qwords + (kr + i) * cols + c);
+  const int64_t g = kr / a.group;  // 8 rows lie in one group
+  const uint32_t zero = __ldg(a.qzeros + g * cols + c);
+  const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + g * a.n + 8 * c));
+  const uint32_t s16[8] = {sv.x & 0xFFFFu, sv.x >> 16, sv.y & 0xFFFFu, sv.y >> 16,
+                           sv.z & 0xFFFFu, sv.z >> 16, sv.w & 0xFFFFu, sv.w >> 16};
+  uint32_t v[8][4];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) quant::convert_word(RecipeId::AwqInt4F16, true, w[i], zero, 0u, s16, v[i]);
+#pragma unroll
+  for (int col = 0; col < 8; ++col) {  // column 8cl + col, rows 8q .. 8q + 7 of the tile
+    const uint32_t sel = (col % 2) ? 0x7632u : 0x5410u;
+    const uint4 x = make_uint4(__byte_perm(v[0][col / 2], v[1][col / 2], sel), __byte_perm(v[2][col / 2], v[3][col / 2], sel),
+                               __byte_perm(v[4][col / 2], v[5][col / 2], sel), __byte_perm(v[6][col / 2], v[7][col / 2], sel));
+    const int row = 8 * cl + col;
+    tile[row * 8 + (q ^ (cl % 8))] = x;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < 8; ++r) {
+    const int id = r * kThreads + threadIdx.x, row = id / 8, part = id % 8;
+    const uint4 x = tile[row * 8 + (part ^ ((row / 8) % 8))];
+    __stcs(reinterpret_cast<uint4*>(a.out + (8 * c0 + row) * a.k + k0) + part, x);
+  }
+}
+
+// One thread per (8 columns, 16 rows of K), storing its own 32-byte pieces.
 __global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
   const int64_t cols = a.n / 8;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
@@ -135,8 +215,6 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
   uint32_t v[16][4];
 #pragma unroll
   for (int i = 0; i < 16; ++i) quant::convert_word(RecipeId::AwqInt4F16, true, w[i], zero, 0u, s16, v[i]);
-  // v[i][r] holds columns 8c + 2r (low) and 8c + 2r + 1 (high) at row k0 + i: gather each
-  // column's 16 rows into two 16-byte stores.
 #pragma unroll
   for (int col = 0; col < 8; ++col) {
     const uint32_t sel = (col % 2) ? 0x7632u : 0x5410u;
@@ -208,8 +286,11 @@ __global__ void __launch_bounds__(kThreads) quant_segment_kernel(quant::QuantArg
 
 // ---- quant, wider groups: one block per group, reading it twice (the second time from L2) -----
 
+constexpr int kWideThreads = 1024;  // few rows in flight, so the second read finds them in L2
+
 template <Scheme S>
-__global__ void __launch_bounds__(kThreads) quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+__global__ void __launch_bounds__(kWideThreads) quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+  constexpr int kThreads = kWideThreads;
   __shared__ float partial[kThreads / 32];
   const int64_t group = blockIdx.x;
   const int64_t first8 = group * (a.group / 8);  // in units of 8 elements
@@ -275,24 +356,56 @@ __global__ void __launch_bounds__(kThreads) quant_wide_kernel(quant::QuantArgs a
 
 // ---- permute: one thread per (column, 64-row tile), both ways ----------------------------------
 
-template <int Bits, bool Forward>
+// The plain side of a warp's 32 tiles is I row segments of 32 / I tiles each; `Staged` moves it
+// through shared memory so that every global access of the warp is contiguous.
+template <int Bits, bool Forward, bool Staged>
 __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
   using T = FtTile<Bits>;
   constexpr uint32_t mask = (1u << Bits) - 1u, bias = 1u << (Bits - 1);
+  constexpr int P = T::V / 4;           // 16-byte chunks per tile and side
+  constexpr int kTiles = 32 / T::I;     // tiles of one row segment in a warp
+  __shared__ uint4 stage[Staged ? kThreads * (P + 1) : 1];
   const int64_t tiles_k = a.k / 64;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (t >= a.n * tiles_k) return;
+  if (t >= a.n * tiles_k) return;  // whole warps only, when staged
   const int64_t rem = t % (tiles_k * T::I);
   const int64_t tile = rem / T::I;
   const int64_t n = (t / (tiles_k * T::I)) * T::I + rem % T::I;
+  const int lane = threadIdx.x % 32;
+  uint4* mine = stage + (threadIdx.x / 32) * 32 * (P + 1);
+  const int64_t t0 = t - lane, rem0 = t0 % (tiles_k * T::I);
+  const int64_t n0 = (t0 / (tiles_k * T::I)) * T::I, tile0 = rem0 / T::I;
+  // Plain chunk s of the warp in memory order: its first word, and the lane and part owning it.
+  struct PlainChunk {
+    int64_t word;
+    int owner, part;
+  };
+  const auto plain_chunk = [&](int s) {
+    const int nsub = s / (P * kTiles), tl = (s / P) % kTiles, part = s % P;
+    return PlainChunk{((n0 + nsub) * a.k + (tile0 + tl) * 64) / T::E + 4 * part, tl * T::I + nsub, part};
+  };
   // The 64 values of row n, columns tile*64 .. +63, as plain words, and the V words of the tile.
   const int64_t plain_at = (n * a.k + tile * 64) / T::E, ft_at = t * T::V;
   uint32_t in[T::V], out[T::V];
-  const uint4* src = reinterpret_cast<const uint4*>(a.in + (Forward ? plain_at : ft_at));
+  if (Forward && Staged) {
 #pragma unroll
-  for (int i = 0; i < T::V / 4; ++i) {
-    const uint4 x = __ldcs(src + i);
-    in[4 * i] = x.x, in[4 * i + 1] = x.y, in[4 * i + 2] = x.z, in[4 * i + 3] = x.w;
+    for (int i = 0; i < P; ++i) {
+      const auto c = plain_chunk(i * 32 + lane);
+      mine[c.owner * (P + 1) + c.part] = __ldcs(reinterpret_cast<const uint4*>(a.in + c.word));
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const uint4 x = mine[lane * (P + 1) + i];
+      in[4 * i] = x.x, in[4 * i + 1] = x.y, in[4 * i + 2] = x.z, in[4 * i + 3] = x.w;
+    }
+  } else {
+    const uint4* src = reinterpret_cast<const uint4*>(a.in + (Forward ? plain_at : ft_at));
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const uint4 x = __ldcs(src + i);
+      in[4 * i] = x.x, in[4 * i + 1] = x.y, in[4 * i + 2] = x.z, in[4 * i + 3] = x.w;
+    }
   }
 #pragma unroll
   for (int i = 0; i < T::V; ++i) out[i] = 0u;
@@ -310,9 +423,20 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
       }
     }
   }
-  uint4* dst = reinterpret_cast<uint4*>(a.out + (Forward ? ft_at : plain_at));
+  if (!Forward && Staged) {
 #pragma unroll
-  for (int i = 0; i < T::V / 4; ++i) __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
+    for (int i = 0; i < P; ++i) mine[lane * (P + 1) + i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const auto c = plain_chunk(i * 32 + lane);
+      __stcs(reinterpret_cast<uint4*>(a.out + c.word), mine[c.owner * (P + 1) + c.part]);
+    }
+  } else {
+    uint4* dst = reinterpret_cast<uint4*>(a.out + (Forward ? ft_at : plain_at));
+#pragma unroll
+    for (int i = 0; i < P; ++i) __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
+  }
 }
 
 }  // namespace
@@ -338,9 +462,17 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
     }
     case quant::Layout::Ft: {
       const unsigned g = blocks_for(a.n * (a.k / 64));
+      const int tiles_per_warp = quant::scheme_bits(a.scheme) == 4 ? 8 : 16;
+      const bool staged = (a.k / 64) % tiles_per_warp == 0;
       switch (a.recipe) {
-#define DQL_FT(ID) \
-  case R::ID: dequant_ft_kernel<R::ID><<<g, kThreads>>>(a); break;
+#define DQL_FT(ID)                                                  \
+  case R::ID:                                                       \
+    if (staged) {                                                   \
+      dequant_ft_kernel<R::ID, true><<<g, kThreads>>>(a);           \
+    } else {                                                        \
+      dequant_ft_kernel<R::ID, false><<<g, kThreads>>>(a);          \
+    }                                                               \
+    break;
         DQL_FT(FtInt4F16)
         DQL_FT(FtInt4Bf16)
         DQL_FT(FtUint8F16)
@@ -351,7 +483,11 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
       break;
     }
     case quant::Layout::Awq:
-      dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
+      if (a.n % 256 == 0 && a.k % 64 == 0) {
+        dequant_awq_tiled_kernel<<<static_cast<unsigned>((a.n / 256) * (a.k / 64)), kThreads>>>(a);
+      } else {
+        dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
+      }
       break;
   }
   return status("dequantize", wait);
@@ -364,7 +500,7 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 #define DQL_QUANT(S)                                                                          \
   case Scheme::S:                                                                             \
     if (wide) {                                                                               \
-      quant_wide_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);                       \
+      quant_wide_kernel<Scheme::S><<<g, kWideThreads>>>(a, qwords, scales);                       \
     } else {                                                                                  \
       quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);                    \
     }                                                                                         \
@@ -380,11 +516,15 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 
 std::string fast_permute(const PermuteArgs& a, bool forward, bool wait) {
   const unsigned g = blocks_for(a.n * (a.k / 64));
+  const bool staged = (a.k / 64) % (a.bits == 4 ? 8 : 16) == 0;
+#define DQL_PERMUTE(B, F)                                                                         \
+  (staged ? permute_kernel<B, F, true><<<g, kThreads>>>(a) : permute_kernel<B, F, false><<<g, kThreads>>>(a))
   if (a.bits == 4) {
-    forward ? permute_kernel<4, true><<<g, kThreads>>>(a) : permute_kernel<4, false><<<g, kThreads>>>(a);
+    forward ? DQL_PERMUTE(4, true) : DQL_PERMUTE(4, false);
   } else {
-    forward ? permute_kernel<8, true><<<g, kThreads>>>(a) : permute_kernel<8, false><<<g, kThreads>>>(a);
+    forward ? DQL_PERMUTE(8, true) : DQL_PERMUTE(8, false);
   }
+#undef DQL_PERMUTE
   return status("permute", wait);
 }
 

@@ -311,11 +311,14 @@ DQL_HD int64_t dequant_items(const DequantArgs& a) { return a.n * a.k * scheme_b
 // One packed word through the recipe (and, for AWQ, minus its zero points converted the same
 // way), times the scales s16[i] of its elements, rounded once to the output type. v[r] holds
 // elements 2r and 2r + 1. The one definition of the value every dequant kernel writes.
+// `Rec` lets a kernel fetch NF4 code-book entries its own way (the same values).
+template <class Rec = recipes::NoTrace>
 DQL_HD void convert_word(recipes::RecipeId recipe, bool awq, uint32_t word, uint32_t zero_word,
-                         uint32_t absmax_bits, const uint32_t* s16, uint32_t* v) {
+                         uint32_t absmax_bits, const uint32_t* s16, uint32_t* v, Rec rec = {}) {
   const uint32_t in[2] = {word, absmax_bits};
   uint32_t q[4];
-  recipes::run_plain(recipe, in, q);
+  recipes::Exec<Rec> x{rec};
+  recipes::run_recipe(recipe, x, in, q);
   const int e = recipes::recipe_elems(recipe);
   if (awq) {
     uint32_t z[4];

@@ -11,6 +11,8 @@
 #include "../bits/lop3.hpp"
 #include "../bits/prmt.hpp"
 
+#include <concepts>
+
 namespace dql::recipes {
 
 // How a register's 32 bits are read when shown.
@@ -58,6 +60,13 @@ DQL_HD Opd dec(uint32_t imm) { return Opd(imm, View::U32, true); }
 
 struct NoTrace {
   static constexpr bool kTrace = false;
+};
+
+// A recorder may also say how a code-book entry is fetched (a fast kernel keeps the code book
+// in the lanes of a warp); otherwise the entry comes from nf4_code_bits.
+template <class R>
+concept FetchesCodeBook = requires(R r, uint32_t c) {
+  { r.nf4_entry(c) } -> std::convertible_to<uint32_t>;
 };
 
 template <class Rec>
@@ -160,9 +169,15 @@ struct Exec {
     DQL_RECORD(OpKind::Pack, "mov.b32", r, {lo, hi}, 0u, why);
     return r;
   }
-  // ld.const.f32 d, table[idx]: an entry of a 16-entry code book; the recipe passes the entry's
-  // value so that the same code runs without any table in memory.
-  DQL_HD Reg lookup_f32(const char* d, const char* table, Opd idx, uint32_t value, const char* why) {
+  // ld.const.f32 d, table[idx]: an entry of a 16-entry code book, whose values `entry(i)` gives.
+  template <class Book>
+  DQL_HD Reg lookup_f32(const char* d, const char* table, Opd idx, Book entry, const char* why) {
+    uint32_t value;
+    if constexpr (FetchesCodeBook<Rec>) {
+      value = rec.nf4_entry(idx.v);
+    } else {
+      value = entry(idx.v);
+    }
     Reg r{value, d, View::F32};
     DQL_RECORD(OpKind::Lookup, "ld.const.f32", r, {idx}, 0u, why, table);
     return r;
