@@ -222,6 +222,22 @@ TEST_CASE("NF4: codes by strict thresholds, first element in the high nibble, va
     CHECK(code(0, 16 + c) == c + 1);
   }
   for (int k = 0; k < 32; ++k) CHECK(code(1, k) == 7);
+  // The search finds what counting the boundaries below x finds, for every value near each boundary.
+  const auto counted = [](float v) {
+    int c = 0;
+    for (int t = 0; t < 15; ++t) c += v > quant::nf4_threshold(t) ? 1 : 0;
+    return c;
+  };
+  for (int t = 0; t < 15; ++t) {
+    float v = quant::nf4_threshold(t);
+    for (int i = 0; i < 4; ++i) v = std::nextafter(v, -2.0f);
+    for (int i = 0; i < 9; ++i, v = std::nextafter(v, 2.0f)) REQUIRE(quant::nf4_code(v) == counted(v));
+  }
+  for (int i = 0; i < 200000; ++i) {
+    const float v = static_cast<float>(static_cast<int32_t>(random_u32())) / 1.5e9f;
+    REQUIRE(quant::nf4_code(v) == counted(v));
+  }
+  CHECK(quant::nf4_code(NAN) == 0);
   CHECK(q.absmax == std::vector<float>{1.0f, 0.0f});
   // Larger matrices: the value is fp16(fp32(code value * absmax)).
   const Tensor big = random_matrix(Distribution::Normal, 5, 8, 1024);

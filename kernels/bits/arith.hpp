@@ -138,6 +138,17 @@ DQL_HD uint32_t cvt_f16x2_f32(uint32_t hi, uint32_t lo) {
 #endif
 }
 
+// cvt.f32.f16 d, a (exact: every fp16 value is an fp32 value)
+DQL_HD uint32_t cvt_f32_f16(uint32_t a) {
+#if DQL_ARCH >= 530
+  float d;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(d) : "h"(static_cast<unsigned short>(a & 0xFFFFu)));
+  return __float_as_uint(d);
+#else
+  return soft_convert(kF32, kF16, a & 0xFFFFu);
+#endif
+}
+
 // cvt.rn.bf16x2.f32 d, hi, lo (sm_80 and newer)
 DQL_HD uint32_t cvt_bf16x2_f32(uint32_t hi, uint32_t lo) {
 #if DQL_ARCH >= 800

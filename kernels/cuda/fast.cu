@@ -36,45 +36,49 @@ struct WarpCodeBook {
   __device__ uint32_t nf4_entry(uint32_t code) const { return __shfl_sync(0xFFFFFFFFu, lane_entry, static_cast<int>(code)); }
 };
 
+// A unit is 8 consecutive elements of a row (one int4 word, two int8 words), written as one
+// 16-byte store; a thread takes kUnits units kThreads apart, all loads issued first.
+constexpr int kUnits = 8;
+
 template <RecipeId Id>
-__global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int64_t words) {
+__global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int64_t units) {
   constexpr int E = recipes::recipe_elems(Id);
+  constexpr int W = 8 / E;  // words per unit
   constexpr bool kNf4 = Id == RecipeId::Nf4F16;
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * (4 * kThreads) + threadIdx.x;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * (kUnits * kThreads) + threadIdx.x;
   const int64_t groups = a.k / a.group;
   const WarpCodeBook book{recipes::nf4_code_bits(threadIdx.x & 15u)};
-  uint32_t w[4];
+  uint32_t w[kUnits][W];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int64_t idx = base + j * kThreads;
-    w[j] = idx < words ? __ldcs(a.qwords + idx) : 0u;
+  for (int j = 0; j < kUnits; ++j) {
+    const int64_t u = base + j * kThreads;
+    if constexpr (W == 1) {
+      w[j][0] = u < units ? __ldcs(a.qwords + u) : 0u;
+    } else {
+      const uint2 x = u < units ? __ldcs(reinterpret_cast<const uint2*>(a.qwords) + u) : make_uint2(0u, 0u);
+      w[j][0] = x.x, w[j][1] = x.y;
+    }
   }
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    // Lanes past the end compute on a zero word (the code-book shuffles need the whole warp)
+  for (int j = 0; j < kUnits; ++j) {
+    // Lanes past the end compute on zero words (the code-book shuffles need the whole warp)
     // and store nothing.
-    const int64_t idx = base + j * kThreads;
-    const bool live = idx < words;
-    const int64_t first = (live ? idx : 0) * E, n = first / a.k, k0 = first % a.k;
-    const int64_t p = n * groups + k0 / a.group;
-    uint32_t s16[8];
-    uint32_t absmax = 0x3F800000u;
+    const int64_t u = base + j * kThreads;
+    const bool live = u < units;
+    const int64_t first = (live ? u : 0) * 8, n = first / a.k, k0 = first % a.k;
+    const int64_t p = n * groups + k0 / a.group;  // one group: G is a multiple of 32
     uint32_t v[4];
     if constexpr (kNf4) {
-      absmax = quant::bits_of_f32(__ldg(a.absmax + p));
-      quant::convert_word(Id, false, w[j], 0u, absmax, s16, v, book);
+      const uint32_t absmax = quant::bits_of_f32(__ldg(a.absmax + p));
+      uint32_t s16[8];
+      quant::convert_word(Id, false, w[j][0], 0u, absmax, s16, v, book);
     } else {
       const uint32_t s = __ldg(a.scales + p);
+      const uint32_t s16[8] = {s, s, s, s, s, s, s, s};
 #pragma unroll
-      for (int i = 0; i < 8; ++i) s16[i] = s;
-      quant::convert_word(Id, false, w[j], 0u, absmax, s16, v);
+      for (int h = 0; h < W; ++h) quant::convert_word(Id, false, w[j][h], 0u, 0x3F800000u, s16, v + (E / 2) * h);
     }
-    if (!live) continue;
-    if constexpr (E == 8) {
-      __stcs(reinterpret_cast<uint4*>(a.out + first), make_uint4(v[0], v[1], v[2], v[3]));
-    } else {
-      __stcs(reinterpret_cast<uint2*>(a.out + first), make_uint2(v[0], v[1]));
-    }
+    if (live) __stcs(reinterpret_cast<uint4*>(a.out + first), make_uint4(v[0], v[1], v[2], v[3]));
   }
 }
 
@@ -227,23 +231,29 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
   }
 }
 
-// ---- quant, groups of up to 256: eight elements per thread, the group's threads together -------
+// ---- quant, groups of up to 256: sixteen elements per thread, the group's threads together -----
+
+constexpr int kPerThread = 16;
 
 template <Scheme S>
 __global__ void __launch_bounds__(kThreads) quant_segment_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+  constexpr int kWords = S == Scheme::Int8Sym ? kPerThread / 4 : kPerThread / 8;  // packed words per thread
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  const int64_t total = a.n * a.k / 8;
+  const int64_t total = a.n * a.k / kPerThread;
   const bool live = t < total;
-  const int per_group = a.group / 8;  // threads of one group: 4 .. 32, aligned inside the warp
-  float x[8] = {};
+  const int per_group = a.group / kPerThread;  // threads of one group: 2 .. 16, aligned inside the warp
+  float x[kPerThread] = {};
   if (live) {
-    const float4* src = reinterpret_cast<const float4*>(a.w + t * 8);
-    const float4 p = __ldcs(src), q = __ldcs(src + 1);
-    x[0] = p.x, x[1] = p.y, x[2] = p.z, x[3] = p.w, x[4] = q.x, x[5] = q.y, x[6] = q.z, x[7] = q.w;
+    const float4* src = reinterpret_cast<const float4*>(a.w + t * kPerThread);
+#pragma unroll
+    for (int i = 0; i < kPerThread / 4; ++i) {
+      const float4 f = __ldcs(src + i);
+      x[4 * i] = f.x, x[4 * i + 1] = f.y, x[4 * i + 2] = f.z, x[4 * i + 3] = f.w;
+    }
   }
   float amax = 0.0f;
 #pragma unroll
-  for (int i = 0; i < 8; ++i) amax = quant::max_abs(amax, x[i]);
+  for (int i = 0; i < kPerThread; ++i) amax = quant::max_abs(amax, x[i]);
   for (int off = per_group / 2; off > 0; off /= 2) {
     const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
     amax = o > amax ? o : amax;
@@ -251,47 +261,49 @@ __global__ void __launch_bounds__(kThreads) quant_segment_kernel(quant::QuantArg
   if (!live) return;
   const int64_t group = t / per_group;
   const bool leader = t % per_group == 0;
+  uint32_t words[kWords] = {};
   if constexpr (S == Scheme::Nf4) {
     const float inv = quant::nf4_inverse(amax);
-    uint32_t word = 0;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < kPerThread / 2; ++j) {  // byte j: element 2j high, 2j + 1 low
       const uint32_t hi = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j], amax, inv));
       const uint32_t lo = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j + 1], amax, inv));
-      word |= ((hi << 4) | lo) << (8 * j);
+      words[j / 4] |= ((hi << 4) | lo) << (8 * (j % 4));
     }
-    __stcs(qwords + t, word);
     if (leader) a.absmax[group] = amax;
   } else {
     constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
+    constexpr int bits = S == Scheme::Int8Sym ? 8 : 4, per_word = 32 / bits;
     const uint16_t sh = quant::sym_scale(amax, qmax);
     const float s = quant::half_to_f32(sh);
-    if constexpr (S == Scheme::Int8Sym) {
-      uint32_t lo = 0, hi = 0;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        lo |= (static_cast<uint32_t>(quant::sym_code(x[i], s, qmax)) & 0xFFu) << (8 * i);
-        hi |= (static_cast<uint32_t>(quant::sym_code(x[4 + i], s, qmax)) & 0xFFu) << (8 * i);
-      }
-      __stcs(reinterpret_cast<uint2*>(qwords) + t, make_uint2(lo, hi));
-    } else {
-      uint32_t word = 0;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) word |= (static_cast<uint32_t>(quant::sym_code(x[i], s, qmax)) & 0xFu) << (4 * i);
-      __stcs(qwords + t, word);
+    for (int i = 0; i < kPerThread; ++i) {
+      const uint32_t code = static_cast<uint32_t>(quant::sym_code(x[i], s, qmax)) & ((1u << bits) - 1u);
+      words[i / per_word] |= code << (bits * (i % per_word));
     }
     if (leader) scales[group] = sh;
+  }
+  if constexpr (kWords == 2) {
+    __stcs(reinterpret_cast<uint2*>(qwords) + t, make_uint2(words[0], words[1]));
+  } else {
+    __stcs(reinterpret_cast<uint4*>(qwords) + t, make_uint4(words[0], words[1], words[2], words[3]));
   }
 }
 
 // ---- quant, wider groups: one block per group, reading it twice (the second time from L2) -----
 
-constexpr int kWideThreads = 1024;  // few rows in flight, so the second read finds them in L2
+// The block size grows with the group (about four passes of 8 elements per thread, 64 to 1024
+// threads), which keeps the rows in flight few enough that the second read finds them in L2.
+constexpr int kWideMax = 1024;
+int wide_threads(int group) {
+  const int t = (group / 8 / 4 + 31) / 32 * 32;
+  return t < 64 ? 64 : (t > kWideMax ? kWideMax : t);
+}
 
 template <Scheme S>
-__global__ void __launch_bounds__(kWideThreads) quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
-  constexpr int kThreads = kWideThreads;
-  __shared__ float partial[kThreads / 32];
+__global__ void __launch_bounds__(kWideMax) quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+  const int kThreads = static_cast<int>(blockDim.x);
+  __shared__ float partial[kWideMax / 32];
   const int64_t group = blockIdx.x;
   const int64_t first8 = group * (a.group / 8);  // in units of 8 elements
   const int64_t count8 = a.group / 8;
@@ -311,7 +323,6 @@ __global__ void __launch_bounds__(kWideThreads) quant_wide_kernel(quant::QuantAr
   if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = amax;
   __syncthreads();
   amax = 0.0f;
-#pragma unroll
   for (int i = 0; i < kThreads / 32; ++i) amax = partial[i] > amax ? partial[i] : amax;
   if constexpr (S == Scheme::Nf4) {
     const float inv = quant::nf4_inverse(amax);
@@ -443,13 +454,13 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
 
 std::string fast_dequant(const DequantArgs& a, bool wait) {
   using R = RecipeId;
-  const int64_t words = a.n * a.k * quant::scheme_bits(a.scheme) / 32;
   switch (a.layout) {
     case quant::Layout::Plain: {
-      const unsigned g = static_cast<unsigned>((words + 4 * kThreads - 1) / (4 * kThreads));
+      const int64_t units = a.n * a.k / 8;
+      const unsigned g = static_cast<unsigned>((units + kUnits * kThreads - 1) / (kUnits * kThreads));
       switch (a.recipe) {
 #define DQL_PLAIN(ID) \
-  case R::ID: dequant_plain_kernel<R::ID><<<g, kThreads>>>(a, words); break;
+  case R::ID: dequant_plain_kernel<R::ID><<<g, kThreads>>>(a, units); break;
         DQL_PLAIN(CutlassInt4F16)
         DQL_PLAIN(CutlassInt8F16)
         DQL_PLAIN(NaiveInt4F16)
@@ -495,12 +506,12 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
 
 std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, bool wait) {
   const bool wide = a.group > 256;
-  const unsigned g = wide ? static_cast<unsigned>(a.n * (a.k / a.group)) : blocks_for(a.n * a.k / 8);
+  const unsigned g = wide ? static_cast<unsigned>(a.n * (a.k / a.group)) : blocks_for(a.n * a.k / kPerThread);
   switch (a.scheme) {
 #define DQL_QUANT(S)                                                                          \
   case Scheme::S:                                                                             \
     if (wide) {                                                                               \
-      quant_wide_kernel<Scheme::S><<<g, kWideThreads>>>(a, qwords, scales);                       \
+      quant_wide_kernel<Scheme::S><<<g, wide_threads(a.group)>>>(a, qwords, scales);                       \
     } else {                                                                                  \
       quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);                    \
     }                                                                                         \

@@ -74,7 +74,7 @@ DQL_HD float rint_even(float x) {
 #endif
 }
 DQL_HD float abs_f(float x) { return x < 0.0f ? -x : x; }
-DQL_HD float half_to_f32(uint32_t h) { return f32_of(bits::soft_convert(bits::kF32, bits::kF16, h & 0xFFFFu)); }
+DQL_HD float half_to_f32(uint32_t h) { return f32_of(bits::cvt_f32_f16(h)); }
 DQL_HD uint16_t f32_to_half(float f) { return static_cast<uint16_t>(bits::cvt_f16_f32(bits_of_f32(f))); }
 
 // ---- NF4 -------------------------------------------------------------------------------------
@@ -101,10 +101,19 @@ DQL_HD constexpr float nf4_threshold(int c) {
 }
 // The code of a value already divided by absmax: the number of boundaries it is strictly
 // above, so a value equal to a boundary takes the lower code (what the decision tree does).
+// Found by binary search over the sorted boundaries, with each level's boundary picked by
+// selects rather than a table (no divergent lookups on a GPU).
 DQL_HD int nf4_code(float x) {
-  int c = 0;
-  for (int t = 0; t < 15; ++t) c += x > nf4_threshold(t) ? 1 : 0;
-  return c;
+  int c = x > nf4_threshold(7) ? 8 : 0;
+  c += x > (c ? nf4_threshold(11) : nf4_threshold(3)) ? 4 : 0;
+  const float t2 = (c & 8) ? ((c & 4) ? nf4_threshold(13) : nf4_threshold(9))
+                           : ((c & 4) ? nf4_threshold(5) : nf4_threshold(1));
+  c += x > t2 ? 2 : 0;
+  const float t1 = (c & 8) ? ((c & 4) ? ((c & 2) ? nf4_threshold(14) : nf4_threshold(12))
+                                      : ((c & 2) ? nf4_threshold(10) : nf4_threshold(8)))
+                           : ((c & 4) ? ((c & 2) ? nf4_threshold(6) : nf4_threshold(4))
+                                      : ((c & 2) ? nf4_threshold(2) : nf4_threshold(0)));
+  return c + (x > t1 ? 1 : 0);
 }
 
 // ---- quantize ----------------------------------------------------------------------------------
@@ -333,9 +342,9 @@ DQL_HD void convert_word(recipes::RecipeId recipe, bool awq, uint32_t word, uint
       v[r] = bits::mul_f16x2(q[r], bits::pack16(s16[2 * r], s16[2 * r + 1]));
     } else {  // bf16: the exact product in fp32, rounded once to bf16
       const uint32_t lo =
-          bits::mul_f32(bits::lo16(q[r]) << 16, bits::soft_convert(bits::kF32, bits::kF16, s16[2 * r]));
+          bits::mul_f32(bits::lo16(q[r]) << 16, bits::cvt_f32_f16(s16[2 * r]));
       const uint32_t hi =
-          bits::mul_f32(bits::hi16(q[r]) << 16, bits::soft_convert(bits::kF32, bits::kF16, s16[2 * r + 1]));
+          bits::mul_f32(bits::hi16(q[r]) << 16, bits::cvt_f32_f16(s16[2 * r + 1]));
       v[r] = bits::cvt_bf16x2_f32(hi, lo);
     }
   }
