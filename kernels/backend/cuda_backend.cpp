@@ -54,7 +54,9 @@ class DeviceArray {
 };
 
 // Buffers for one benchmark case on the GPU, filled on the GPU with random data; each sample is
-// timed with CUDA events around the launches, after an L2 flush when cold.
+// timed with CUDA events around the launches, after an L2 flush when cold. The flush reads a
+// buffer twice the L2's size, leaving the L2 full of clean lines: a flush by writing would leave
+// dirty lines whose write-back would be charged to the kernel being timed.
 class CudaBenchTarget final : public BenchTarget {
  public:
   CudaBenchTarget(const BenchCase& c, size_t l2_bytes) {
@@ -62,6 +64,8 @@ class CudaBenchTarget final : public BenchTarget {
     check(cudaEventCreate(&stop_), "cudaEventCreate");
     flush_bytes_ = std::max<size_t>(2 * l2_bytes, size_t{64} << 20);
     flush_ = alloc<uint8_t>(flush_bytes_);
+    sink_ = alloc<uint32_t>(1);
+    check(cudaMemset(flush_, 0, flush_bytes_), "clearing the L2 flush buffer");
     const int64_t n = c.n, k = c.k, elems = n * k;
     switch (c.kind) {
       case BenchKind::Copy: {
@@ -115,7 +119,7 @@ class CudaBenchTarget final : public BenchTarget {
   CudaBenchTarget& operator=(const CudaBenchTarget&) = delete;
 
   double time_once(bool cold) override {
-    if (cold) check(cudaMemsetAsync(flush_, ++flush_value_, flush_bytes_), "flushing the L2");
+    if (cold) check(cuda::launch_l2_flush(flush_, flush_bytes_ / 16, sink_));
     check(cudaEventRecord(start_), "cudaEventRecord");
     launch_();
     check(cudaEventRecord(stop_), "cudaEventRecord");
@@ -129,7 +133,7 @@ class CudaBenchTarget final : public BenchTarget {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   uint8_t* flush_ = nullptr;
   size_t flush_bytes_ = 0;
-  int flush_value_ = 0;
+  uint32_t* sink_ = nullptr;
   std::vector<void*> allocs_;
   std::function<void()> launch_;
   quant::DequantArgs dq_{};

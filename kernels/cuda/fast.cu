@@ -26,6 +26,37 @@ std::string status(const char* what, bool wait) {
 
 unsigned blocks_for(int64_t threads) { return static_cast<unsigned>((threads + kThreads - 1) / kThreads); }
 
+// A warp's contiguous run of 32 * P 16-byte chunks, lane L owning chunks L*P .. L*P + P - 1,
+// moved between global memory and the lanes through `stage` (32 * (P + 1) chunks, padded so
+// that neither side conflicts much) so that every global access of the warp is contiguous.
+template <int P>
+__device__ void warp_load(const uint4* run, uint4* stage, uint4 (&mine)[P]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int s = i * 32 + lane;
+    stage[(s / P) * (P + 1) + s % P] = __ldcs(run + s);
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < P; ++i) mine[i] = stage[lane * (P + 1) + i];
+  __syncwarp();
+}
+
+template <int P>
+__device__ void warp_store(uint4* run, uint4* stage, const uint4 (&mine)[P]) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int i = 0; i < P; ++i) stage[lane * (P + 1) + i] = mine[i];
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const int s = i * 32 + lane;
+    __stcs(run + s, stage[(s / P) * (P + 1) + s % P]);
+  }
+  __syncwarp();
+}
+
 // ---- dequant, plain layouts: four words per thread, each word's results in one store ----------
 
 // The NF4 code book held one entry per lane (lanes 16..31 repeat 0..15): an entry is a shuffle
@@ -37,14 +68,16 @@ struct WarpCodeBook {
 };
 
 // A unit is 8 consecutive elements of a row (one int4 word, two int8 words), written as one
-// 16-byte store; a thread takes kUnits units kThreads apart, all loads issued first.
-constexpr int kUnits = 8;
+// 16-byte store; a thread takes units_for(Id) units kThreads apart, all loads issued first
+// (4 for int4 and NF4, 8 for int8: measured best, notes/performance.md).
+__host__ __device__ constexpr int units_for(RecipeId id) { return recipes::recipe_elems(id) == 8 ? 4 : 8; }
 
 template <RecipeId Id>
 __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int64_t units) {
   constexpr int E = recipes::recipe_elems(Id);
   constexpr int W = 8 / E;  // words per unit
   constexpr bool kNf4 = Id == RecipeId::Nf4F16;
+  constexpr int kUnits = units_for(Id);
   const int64_t base = static_cast<int64_t>(blockIdx.x) * (kUnits * kThreads) + threadIdx.x;
   const int64_t groups = a.k / a.group;
   const WarpCodeBook book{recipes::nf4_code_bits(threadIdx.x & 15u)};
@@ -114,11 +147,18 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
   const int64_t tile = rem / T::I;
   const int64_t n = (t / (tiles_k * T::I)) * T::I + rem % T::I;
   uint32_t w[T::V];
-  const uint4* src = reinterpret_cast<const uint4*>(a.qwords + t * T::V);
+  uint4 chunks[T::V / 4];
+  if constexpr (Staged) {
+    const int64_t t0 = t - threadIdx.x % 32;
+    warp_load<T::V / 4>(reinterpret_cast<const uint4*>(a.qwords + t0 * T::V), stage + (threadIdx.x / 32) * 256, chunks);
+  } else {
+    const uint4* src = reinterpret_cast<const uint4*>(a.qwords + t * T::V);
+#pragma unroll
+    for (int i = 0; i < T::V / 4; ++i) chunks[i] = __ldcs(src + i);
+  }
 #pragma unroll
   for (int i = 0; i < T::V / 4; ++i) {
-    const uint4 x = __ldcs(src + i);
-    w[4 * i] = x.x, w[4 * i + 1] = x.y, w[4 * i + 2] = x.z, w[4 * i + 3] = x.w;
+    w[4 * i] = chunks[i].x, w[4 * i + 1] = chunks[i].y, w[4 * i + 2] = chunks[i].z, w[4 * i + 3] = chunks[i].w;
   }
   // Every 32-row half of the tile lies in one group (G is a multiple of 32).
   const uint32_t s_lo = __ldg(a.scales + (tile * 64 / a.group) * a.n + n);
@@ -410,6 +450,11 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
       const uint4 x = mine[lane * (P + 1) + i];
       in[4 * i] = x.x, in[4 * i + 1] = x.y, in[4 * i + 2] = x.z, in[4 * i + 3] = x.w;
     }
+  } else if (Staged) {  // inverse: the FT side is the warp's contiguous run
+    uint4 c[P];
+    warp_load<P>(reinterpret_cast<const uint4*>(a.in + t0 * T::V), mine, c);
+#pragma unroll
+    for (int i = 0; i < P; ++i) in[4 * i] = c[i].x, in[4 * i + 1] = c[i].y, in[4 * i + 2] = c[i].z, in[4 * i + 3] = c[i].w;
   } else {
     const uint4* src = reinterpret_cast<const uint4*>(a.in + (Forward ? plain_at : ft_at));
 #pragma unroll
@@ -443,6 +488,11 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
       const auto c = plain_chunk(i * 32 + lane);
       __stcs(reinterpret_cast<uint4*>(a.out + c.word), mine[c.owner * (P + 1) + c.part]);
     }
+  } else if (Staged) {  // forward: the FT side is the warp's contiguous run
+    uint4 c[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) c[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
+    warp_store<P>(reinterpret_cast<uint4*>(a.out + t0 * T::V), mine, c);
   } else {
     uint4* dst = reinterpret_cast<uint4*>(a.out + (Forward ? ft_at : plain_at));
 #pragma unroll
@@ -457,10 +507,12 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
   switch (a.layout) {
     case quant::Layout::Plain: {
       const int64_t units = a.n * a.k / 8;
-      const unsigned g = static_cast<unsigned>((units + kUnits * kThreads - 1) / (kUnits * kThreads));
+      const auto grid = [&](RecipeId id) {
+        return static_cast<unsigned>((units + units_for(id) * kThreads - 1) / (units_for(id) * kThreads));
+      };
       switch (a.recipe) {
 #define DQL_PLAIN(ID) \
-  case R::ID: dequant_plain_kernel<R::ID><<<g, kThreads>>>(a, units); break;
+  case R::ID: dequant_plain_kernel<R::ID><<<grid(R::ID), kThreads>>>(a, units); break;
         DQL_PLAIN(CutlassInt4F16)
         DQL_PLAIN(CutlassInt8F16)
         DQL_PLAIN(NaiveInt4F16)

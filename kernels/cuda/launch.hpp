@@ -18,6 +18,10 @@ std::string launch_trace(recipes::RecipeId id, uint32_t reg, uint32_t absmax, ui
 // All 2^32 input registers against the integer reference (absmax 1.0 for NF4):
 // counts[0] = mismatching registers, counts[1] = the smallest of them.
 std::string launch_verify(recipes::RecipeId id, unsigned long long* counts);
+// Empties the L2 of other data by reading `chunks` 16-byte chunks of a zeroed buffer: the
+// lines left behind are clean, so no write-back of earlier results lands in the next timing.
+// Queued, not waited for.
+std::string launch_l2_flush(const void* buffer, size_t chunks, uint32_t* sink);
 // Fills n words with (random bits & and_mask) | or_mask, the same for the same seed.
 std::string launch_fill(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask);
 
