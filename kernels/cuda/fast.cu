@@ -72,46 +72,52 @@ struct WarpCodeBook {
 // (4 for int4 and NF4, 8 for int8: measured best, notes/performance.md).
 __host__ __device__ constexpr int units_for(RecipeId id) { return recipes::recipe_elems(id) == 8 ? 4 : 8; }
 
+// The grid is 2-D (units of a row, rows), so no thread divides a 64-bit index: the row comes from
+// blockIdx.y, the group from a shift (G is a power of two) or is 0 (one scale per row).
 template <RecipeId Id>
-__global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int64_t units) {
+__global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int group_shift) {
   constexpr int E = recipes::recipe_elems(Id);
   constexpr int W = 8 / E;  // words per unit
   constexpr bool kNf4 = Id == RecipeId::Nf4F16;
   constexpr int kUnits = units_for(Id);
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * (kUnits * kThreads) + threadIdx.x;
-  const int64_t groups = a.k / a.group;
+  const uint32_t row_units = static_cast<uint32_t>(a.k / 8);
+  const uint32_t base = blockIdx.x * (kUnits * kThreads) + threadIdx.x;
+  const uint32_t groups = static_cast<uint32_t>(a.k / a.group);
   const WarpCodeBook book{recipes::nf4_code_bits(threadIdx.x & 15u)};
-  uint32_t w[kUnits][W];
+  for (int64_t n = blockIdx.y; n < a.n; n += gridDim.y) {
+    const int64_t row_unit0 = n * row_units;
+    uint32_t w[kUnits][W];
 #pragma unroll
-  for (int j = 0; j < kUnits; ++j) {
-    const int64_t u = base + j * kThreads;
-    if constexpr (W == 1) {
-      w[j][0] = u < units ? __ldcs(a.qwords + u) : 0u;
-    } else {
-      const uint2 x = u < units ? __ldcs(reinterpret_cast<const uint2*>(a.qwords) + u) : make_uint2(0u, 0u);
-      w[j][0] = x.x, w[j][1] = x.y;
+    for (int j = 0; j < kUnits; ++j) {
+      const uint32_t u = base + j * kThreads;
+      if constexpr (W == 1) {
+        w[j][0] = u < row_units ? __ldcs(a.qwords + row_unit0 + u) : 0u;
+      } else {
+        const uint2 x = u < row_units ? __ldcs(reinterpret_cast<const uint2*>(a.qwords) + row_unit0 + u) : make_uint2(0u, 0u);
+        w[j][0] = x.x, w[j][1] = x.y;
+      }
     }
-  }
 #pragma unroll
-  for (int j = 0; j < kUnits; ++j) {
-    // Lanes past the end compute on zero words (the code-book shuffles need the whole warp)
-    // and store nothing.
-    const int64_t u = base + j * kThreads;
-    const bool live = u < units;
-    const int64_t first = (live ? u : 0) * 8, n = first / a.k, k0 = first % a.k;
-    const int64_t p = n * groups + k0 / a.group;  // one group: G is a multiple of 32
-    uint32_t v[4];
-    if constexpr (kNf4) {
-      const uint32_t absmax = quant::bits_of_f32(__ldg(a.absmax + p));
-      uint32_t s16[8];
-      quant::convert_word(Id, false, w[j][0], 0u, absmax, s16, v, book);
-    } else {
-      const uint32_t s = __ldg(a.scales + p);
-      const uint32_t s16[8] = {s, s, s, s, s, s, s, s};
+    for (int j = 0; j < kUnits; ++j) {
+      // Lanes past the row's end compute on zero words (the code-book shuffles need the whole
+      // warp) and store nothing.
+      const uint32_t u = base + j * kThreads;
+      const bool live = u < row_units;
+      const uint32_t k0 = (live ? u : 0u) * 8u;
+      const int64_t p = n * groups + (group_shift < 0 ? 0u : (k0 >> group_shift));
+      uint32_t v[4];
+      if constexpr (kNf4) {
+        const uint32_t absmax = quant::bits_of_f32(__ldg(a.absmax + p));
+        uint32_t s16[8];
+        quant::convert_word(Id, false, w[j][0], 0u, absmax, s16, v, book);
+      } else {
+        const uint32_t s = __ldg(a.scales + p);
+        const uint32_t s16[8] = {s, s, s, s, s, s, s, s};
 #pragma unroll
-      for (int h = 0; h < W; ++h) quant::convert_word(Id, false, w[j][h], 0u, 0x3F800000u, s16, v + (E / 2) * h);
+        for (int h = 0; h < W; ++h) quant::convert_word(Id, false, w[j][h], 0u, 0x3F800000u, s16, v + (E / 2) * h);
+      }
+      if (live) __stcs(reinterpret_cast<uint4*>(a.out + n * a.k + k0), make_uint4(v[0], v[1], v[2], v[3]));
     }
-    if (live) __stcs(reinterpret_cast<uint4*>(a.out + first), make_uint4(v[0], v[1], v[2], v[3]));
   }
 }
 
@@ -208,36 +214,45 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
 // and the block then writes 256 rows of 128 bytes, four full lines per warp instruction.
 // Shapes whose N is not a multiple of 256 or K of 64 use the per-thread kernel below it.
 
+constexpr int kAwqRows = 16;                        // rows of K per thread
+constexpr int kAwqTileK = 8 * kAwqRows;              // rows of K per block
+constexpr int kAwqSmem = 256 * kAwqRows * 16;        // 256 output rows of kAwqTileK values
+
 __global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs a) {
-  __shared__ uint4 tile[256 * 8];
+  extern __shared__ uint4 tile[];  // [256 rows][kAwqRows chunks], chunk index swizzled
   const int64_t cols = a.n / 8;
-  const int64_t c0 = (blockIdx.x % (cols / 32)) * 32, k0 = (blockIdx.x / (cols / 32)) * 64;
+  const int64_t c0 = (blockIdx.x % (cols / 32)) * 32, k0 = (blockIdx.x / (cols / 32)) * kAwqTileK;
   const int cl = threadIdx.x % 32, q = threadIdx.x / 32;
-  const int64_t c = c0 + cl, kr = k0 + 8 * q;
-  uint32_t w[8];
+  const int64_t c = c0 + cl;
+  uint32_t w[kAwqRows];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) w[i] = __ldcs(a.qwords + (kr + i) * cols + c);
-  const int64_t g = kr / a.group;  // 8 rows lie in one group
-  const uint32_t zero = __ldg(a.qzeros + g * cols + c);
-  const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + g * a.n + 8 * c));
-  const uint32_t s16[8] = {sv.x & 0xFFFFu, sv.x >> 16, sv.y & 0xFFFFu, sv.y >> 16,
-                           sv.z & 0xFFFFu, sv.z >> 16, sv.w & 0xFFFFu, sv.w >> 16};
-  uint32_t v[8][4];
+  for (int i = 0; i < kAwqRows; ++i) w[i] = __ldcs(a.qwords + (k0 + 64 * (i / 8) + 8 * q + i % 8) * cols + c);
+  // Thread q holds rows 64h + 8q + (0..7) for h = 0, 1: two runs of 8 rows, each in one group.
 #pragma unroll
-  for (int i = 0; i < 8; ++i) quant::convert_word(RecipeId::AwqInt4F16, true, w[i], zero, 0u, s16, v[i]);
+  for (int h = 0; h < kAwqRows / 8; ++h) {
+    const int64_t kr = k0 + 64 * h + 8 * q;
+    const int64_t g = kr / a.group;
+    const uint32_t zero = __ldg(a.qzeros + g * cols + c);
+    const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + g * a.n + 8 * c));
+    const uint32_t s16[8] = {sv.x & 0xFFFFu, sv.x >> 16, sv.y & 0xFFFFu, sv.y >> 16,
+                             sv.z & 0xFFFFu, sv.z >> 16, sv.w & 0xFFFFu, sv.w >> 16};
+    uint32_t v[8][4];
 #pragma unroll
-  for (int col = 0; col < 8; ++col) {  // column 8cl + col, rows 8q .. 8q + 7 of the tile
-    const uint32_t sel = (col % 2) ? 0x7632u : 0x5410u;
-    const uint4 x = make_uint4(__byte_perm(v[0][col / 2], v[1][col / 2], sel), __byte_perm(v[2][col / 2], v[3][col / 2], sel),
-                               __byte_perm(v[4][col / 2], v[5][col / 2], sel), __byte_perm(v[6][col / 2], v[7][col / 2], sel));
-    const int row = 8 * cl + col;
-    tile[row * 8 + (q ^ (cl % 8))] = x;
+    for (int i = 0; i < 8; ++i) quant::convert_word(RecipeId::AwqInt4F16, true, w[8 * h + i], zero, 0u, s16, v[i]);
+#pragma unroll
+    for (int col = 0; col < 8; ++col) {  // column 8cl + col, rows 64h + 8q .. + 7 of the tile
+      const uint32_t sel = (col % 2) ? 0x7632u : 0x5410u;
+      const uint4 x = make_uint4(__byte_perm(v[0][col / 2], v[1][col / 2], sel), __byte_perm(v[2][col / 2], v[3][col / 2], sel),
+                                 __byte_perm(v[4][col / 2], v[5][col / 2], sel), __byte_perm(v[6][col / 2], v[7][col / 2], sel));
+      const int row = 8 * cl + col, chunk = 8 * h + q;
+      tile[row * kAwqRows + (chunk ^ (cl % 8))] = x;
+    }
   }
   __syncthreads();
 #pragma unroll
-  for (int r = 0; r < 8; ++r) {
-    const int id = r * kThreads + threadIdx.x, row = id / 8, part = id % 8;
-    const uint4 x = tile[row * 8 + (part ^ ((row / 8) % 8))];
+  for (int r = 0; r < kAwqRows; ++r) {
+    const int id = r * kThreads + threadIdx.x, row = id / kAwqRows, part = id % kAwqRows;
+    const uint4 x = tile[row * kAwqRows + (part ^ ((row / 8) % 8))];
     __stcs(reinterpret_cast<uint4*>(a.out + (8 * c0 + row) * a.k + k0) + part, x);
   }
 }
@@ -506,13 +521,20 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
   using R = RecipeId;
   switch (a.layout) {
     case quant::Layout::Plain: {
-      const int64_t units = a.n * a.k / 8;
+      const int64_t row_units = a.k / 8;
       const auto grid = [&](RecipeId id) {
-        return static_cast<unsigned>((units + units_for(id) * kThreads - 1) / (units_for(id) * kThreads));
+        const int64_t per_block = units_for(id) * kThreads;
+        return dim3(static_cast<unsigned>((row_units + per_block - 1) / per_block),
+                    static_cast<unsigned>(a.n < 65535 ? a.n : 65535));
       };
+      int shift = -1;  // one scale per row
+      if (a.group != a.k) {
+        shift = 0;
+        while ((1 << shift) < a.group) ++shift;
+      }
       switch (a.recipe) {
 #define DQL_PLAIN(ID) \
-  case R::ID: dequant_plain_kernel<R::ID><<<grid(R::ID), kThreads>>>(a, units); break;
+  case R::ID: dequant_plain_kernel<R::ID><<<grid(R::ID), kThreads>>>(a, shift); break;
         DQL_PLAIN(CutlassInt4F16)
         DQL_PLAIN(CutlassInt8F16)
         DQL_PLAIN(NaiveInt4F16)
@@ -546,8 +568,11 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
       break;
     }
     case quant::Layout::Awq:
-      if (a.n % 256 == 0 && a.k % 64 == 0) {
-        dequant_awq_tiled_kernel<<<static_cast<unsigned>((a.n / 256) * (a.k / 64)), kThreads>>>(a);
+      if (a.n % 256 == 0 && a.k % kAwqTileK == 0) {
+        static const cudaError_t raised =
+            cudaFuncSetAttribute(dequant_awq_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kAwqSmem);
+        if (raised != cudaSuccess) return std::string("dequantize could not be set up: ") + cudaGetErrorString(raised);
+        dequant_awq_tiled_kernel<<<static_cast<unsigned>((a.n / 256) * (a.k / kAwqTileK)), kThreads, kAwqSmem>>>(a);
       } else {
         dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
       }
