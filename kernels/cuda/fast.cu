@@ -68,18 +68,18 @@ struct WarpCodeBook {
 };
 
 // A unit is 8 consecutive elements of a row (one int4 word, two int8 words), written as one
-// 16-byte store; a thread takes units_for(Id) units kThreads apart, all loads issued first
-// (4 for int4 and NF4, 8 for int8: measured best, notes/performance.md).
-__host__ __device__ constexpr int units_for(RecipeId id) { return recipes::recipe_elems(id) == 8 ? 4 : 8; }
+// 16-byte store; a thread takes U units kThreads apart, all loads issued first. U is 8 when a
+// row has at least 2048 units and 4 otherwise, so that short rows leave no threads idle
+// (measured, notes/performance.md).
+int units_for_row(int64_t row_units) { return row_units >= 2048 ? 8 : 4; }
 
 // The grid is 2-D (units of a row, rows), so no thread divides a 64-bit index: the row comes from
 // blockIdx.y, the group from a shift (G is a power of two) or is 0 (one scale per row).
-template <RecipeId Id>
+template <RecipeId Id, int kUnits>
 __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int group_shift) {
   constexpr int E = recipes::recipe_elems(Id);
   constexpr int W = 8 / E;  // words per unit
   constexpr bool kNf4 = Id == RecipeId::Nf4F16;
-  constexpr int kUnits = units_for(Id);
   const uint32_t row_units = static_cast<uint32_t>(a.k / 8);
   const uint32_t base = blockIdx.x * (kUnits * kThreads) + threadIdx.x;
   const uint32_t groups = static_cast<uint32_t>(a.k / a.group);
@@ -522,19 +522,23 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
   switch (a.layout) {
     case quant::Layout::Plain: {
       const int64_t row_units = a.k / 8;
-      const auto grid = [&](RecipeId id) {
-        const int64_t per_block = units_for(id) * kThreads;
-        return dim3(static_cast<unsigned>((row_units + per_block - 1) / per_block),
-                    static_cast<unsigned>(a.n < 65535 ? a.n : 65535));
-      };
+      const int units = units_for_row(row_units);
+      const dim3 grid(static_cast<unsigned>((row_units + units * kThreads - 1) / (units * kThreads)),
+                      static_cast<unsigned>(a.n < 65535 ? a.n : 65535));
       int shift = -1;  // one scale per row
       if (a.group != a.k) {
         shift = 0;
         while ((1 << shift) < a.group) ++shift;
       }
       switch (a.recipe) {
-#define DQL_PLAIN(ID) \
-  case R::ID: dequant_plain_kernel<R::ID><<<grid(R::ID), kThreads>>>(a, shift); break;
+#define DQL_PLAIN(ID)                                                                       \
+  case R::ID:                                                                               \
+    if (units == 8) {                                                                       \
+      dequant_plain_kernel<R::ID, 8><<<grid, kThreads>>>(a, shift);                         \
+    } else {                                                                                \
+      dequant_plain_kernel<R::ID, 4><<<grid, kThreads>>>(a, shift);                         \
+    }                                                                                       \
+    break;
         DQL_PLAIN(CutlassInt4F16)
         DQL_PLAIN(CutlassInt8F16)
         DQL_PLAIN(NaiveInt4F16)
