@@ -214,7 +214,7 @@ TEST_CASE("whole matrices: the CUDA backend equals the CPU twin for quant, every
   auto cpu = make_cpu_backend();
   using quant::Layout;
   using quant::Scheme;
-  std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 512}, {256, 1024}};
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{64, 512}, {256, 1024}, {32, 16384}};
   if (kInputs >= (size_t{1} << 26)) shapes.push_back({4096, 4096});
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(n + k), n, k);
