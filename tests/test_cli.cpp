@@ -240,3 +240,37 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
             .find("does not read this format") != std::string::npos);
   CHECK(!exists(q + "/w.npy"));
 }
+
+TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing two runs") {
+  const std::string d = tmp("bench");
+  std::system(("mkdir -p '" + d + "'").c_str());
+  const Run r = run("bench --backend cpu --warm --shape 64x128 --kernel 'dequant/*int4-fp16' --timeout 0.3 --json " + d +
+                    "/a.json --csv " + d + "/a.csv");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("CPU time on") != std::string::npos);
+  CHECK(r.out.find("dequant/cutlass-int4-fp16") != std::string::npos);
+  std::ifstream jf(d + "/a.json");
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  REQUIRE(j["rows"].size() == 4);  // awq, ft, cutlass and naive int4 -> fp16
+  for (const auto& row : j["rows"]) {
+    for (const char* key : {"kernel", "shape", "samples", "median_us", "noise", "gbps", "pct_of_copy"}) CHECK(row.contains(key));
+    CHECK(row["median_us"].get<double>() > 0);
+    CHECK(row["samples"].get<int>() >= 25);
+    CHECK(row["backend"] == "cpu");
+  }
+  CHECK(j["rows"][0]["baseline"] == "naive-int4-fp16");
+  CHECK(j["device"]["backend"] == "cpu");
+  std::ifstream cf(d + "/a.csv");
+  std::string header;
+  std::getline(cf, header);
+  CHECK(header.rfind("kernel,shape,samples,median_us,noise", 0) == 0);
+  const Run same = run("bench --compare " + d + "/a.json " + d + "/a.json");
+  REQUIRE(same.status == 0);
+  CHECK(same.out.find("SAME") != std::string::npos);
+  CHECK(same.out.find("FASTER") == std::string::npos);
+  CHECK(refused("bench --compare " + d + "/a.json /nonexistent.json").find("cannot open") != std::string::npos);
+  CHECK(refused("bench --backend cpu --kernel 'gemm/*'").find("matches no kernel") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 64x100 --kernel 'permute/*'").find("multiple of 64") != std::string::npos);
+  CHECK(refused("bench --backend cpu --group 48").find("use 32, 64 or 128") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 4096").find("NxK") != std::string::npos);
+}
