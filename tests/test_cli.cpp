@@ -165,8 +165,9 @@ bool exists(const std::string& p) { return std::ifstream(p).good(); }
 
 TEST_CASE("quant, dequant and permute on the CPU twin: files, statistics and round trips") {
   const std::string d = tmp("q4");
-  const auto q = run_json("quant --scheme int4-sym --group 64 --random normal --seed 3 --shape 64x256 --out-dir " + d +
-                          " --backend cpu --json");
+  const auto q =
+      run_json("quant --scheme int4-sym --group 64 --random normal --seed 3 --shape 64x256 --out-dir " + d +
+               " --backend cpu --json");
   CHECK(q["scheme"] == "int4-sym");
   CHECK(q["group"] == 64);
   CHECK(q["recipe"] == "cutlass-int4-fp16");
@@ -174,15 +175,20 @@ TEST_CASE("quant, dequant and permute on the CPU twin: files, statistics and rou
   CHECK(q["snr_db"].get<double>() < 25.0);
   CHECK(exists(d + "/qweight.npy"));
   CHECK(exists(d + "/scales.npy"));
-  const Run deq = run("dequant --scheme int4-sym --dir " + d + " --out " + d + "/w.npy --recipe naive-int4-fp16 --backend cpu");
+  const Run deq = run("dequant --scheme int4-sym --dir " + d + " --out " + d +
+                      "/w.npy --recipe naive-int4-fp16 --backend cpu");
   CHECK(deq.status == 0);
   CHECK(deq.out.find("dequantized 64x256 with naive-int4-fp16") != std::string::npos);
   CHECK(exists(d + "/w.npy"));
 
   const std::string f = tmp("ft");
-  CHECK(run("quant --scheme int8-sym --layout ft --random outliers --shape 32x128 --out-dir " + f + " --backend cpu").status == 0);
-  CHECK(run("permute --bits 8 --inverse --in " + f + "/qweight.npy --out " + f + "/plain.npy --backend cpu").status == 0);
-  CHECK(run("permute --bits 8 --forward --in " + f + "/plain.npy --out " + f + "/again.npy --backend cpu").status == 0);
+  CHECK(run("quant --scheme int8-sym --layout ft --random outliers --shape 32x128 --out-dir " + f +
+            " --backend cpu")
+            .status == 0);
+  CHECK(run("permute --bits 8 --inverse --in " + f + "/qweight.npy --out " + f + "/plain.npy --backend cpu")
+            .status == 0);
+  CHECK(run("permute --bits 8 --forward --in " + f + "/plain.npy --out " + f + "/again.npy --backend cpu")
+            .status == 0);
   std::ifstream a(f + "/qweight.npy", std::ios::binary), b(f + "/again.npy", std::ios::binary);
   const std::string sa((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
   const std::string sb((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
@@ -195,7 +201,8 @@ TEST_CASE("quant, dequant and permute on the CPU twin: files, statistics and rou
   CHECK(j["recipe"] == "nf4-fp16");
   CHECK(exists(n + "/absmax.npy"));
   const std::string w = tmp("awq");
-  CHECK(run("quant --scheme int4-asym --random uniform --shape 16x256 --out-dir " + w + " --backend cpu").status == 0);
+  CHECK(run("quant --scheme int4-asym --random uniform --shape 16x256 --out-dir " + w + " --backend cpu")
+            .status == 0);
   CHECK(exists(w + "/zeros.npy"));
 }
 
@@ -212,20 +219,28 @@ TEST_CASE("verify and device on the CPU twin") {
 
 TEST_CASE("matrix commands: bad input is refused and nothing is written") {
   const std::string d = tmp("bad");
-  CHECK(refused("quant --scheme int4-sym --group 128 --random normal --shape 8x200 --out-dir " + d + " --backend cpu")
+  CHECK(refused("quant --scheme int4-sym --group 128 --random normal --shape 8x200 --out-dir " + d +
+                " --backend cpu")
             .find("does not divide by the group size 128") != std::string::npos);
   CHECK(!exists(d + "/qweight.npy"));
-  CHECK(refused("quant --scheme int5 --random normal --shape 8x256 --out-dir " + d).find("not a scheme") != std::string::npos);
-  CHECK(refused("quant --scheme nf4 --group 64 --random normal --shape 8x256 --out-dir " + d).find("--blocksize") != std::string::npos);
-  CHECK(refused("quant --scheme int8-sym --random normal --shape 8by256 --out-dir " + d).find("NxK") != std::string::npos);
-  CHECK(refused("quant --scheme int8-sym --random gaussian --shape 8x256 --out-dir " + d).find("normal, uniform or outliers") !=
+  CHECK(refused("quant --scheme int5 --random normal --shape 8x256 --out-dir " + d).find("not a scheme") !=
         std::string::npos);
-  CHECK(refused("quant --scheme int8-sym --in /nonexistent/w.npy --out-dir " + d).find("cannot open") != std::string::npos);
+  CHECK(refused("quant --scheme nf4 --group 64 --random normal --shape 8x256 --out-dir " + d)
+            .find("--blocksize") != std::string::npos);
+  CHECK(refused("quant --scheme int8-sym --random normal --shape 8by256 --out-dir " + d).find("NxK") !=
+        std::string::npos);
+  CHECK(refused("quant --scheme int8-sym --random gaussian --shape 8x256 --out-dir " + d)
+            .find("normal, uniform or outliers") != std::string::npos);
+  CHECK(refused("quant --scheme int8-sym --in /nonexistent/w.npy --out-dir " + d).find("cannot open") !=
+        std::string::npos);
   CHECK(refused("quant --scheme int8-sym --out-dir " + d).find("give the weights") != std::string::npos);
-  CHECK(refused("quant --scheme int4-sym --layout awq --random normal --shape 8x256 --out-dir " + d).find("int4-asym") !=
+  CHECK(refused("quant --scheme int4-sym --layout awq --random normal --shape 8x256 --out-dir " + d)
+            .find("int4-asym") != std::string::npos);
+  CHECK(refused("dequant --scheme int8-sym --dir /nonexistent --out " + d + "/w.npy").find("cannot open") !=
         std::string::npos);
-  CHECK(refused("dequant --scheme int8-sym --dir /nonexistent --out " + d + "/w.npy").find("cannot open") != std::string::npos);
-  CHECK(refused("permute --bits 4 --forward --in /nonexistent.npy --out " + d + "/p.npy").find("cannot open") != std::string::npos);
+  CHECK(
+      refused("permute --bits 4 --forward --in /nonexistent.npy --out " + d + "/p.npy").find("cannot open") !=
+      std::string::npos);
   CHECK(refused("permute --bits 6 --forward --in x.npy --out y.npy").find("use 4 or 8") != std::string::npos);
   CHECK(refused("permute --bits 4 --in x.npy --out y.npy").find("--forward") != std::string::npos);
   CHECK(refused("verify --recipe nope --backend cpu").find("or all") != std::string::npos);
@@ -233,10 +248,13 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
   CHECK(!exists(d + "/w.npy"));
   // The wrong scheme for the files that are there.
   const std::string q = tmp("q8");
-  CHECK(run("quant --scheme int8-sym --random normal --shape 8x256 --out-dir " + q + " --backend cpu").status == 0);
-  CHECK(refused("dequant --scheme int4-sym --dir " + q + " --out " + q + "/w.npy --backend cpu").find("uint8 [N, K / 2]") !=
-        std::string::npos);
-  CHECK(refused("dequant --scheme int8-sym --dir " + q + " --out " + q + "/w.npy --recipe awq-int4-fp16 --backend cpu")
+  CHECK(
+      run("quant --scheme int8-sym --random normal --shape 8x256 --out-dir " + q + " --backend cpu").status ==
+      0);
+  CHECK(refused("dequant --scheme int4-sym --dir " + q + " --out " + q + "/w.npy --backend cpu")
+            .find("uint8 [N, K / 2]") != std::string::npos);
+  CHECK(refused("dequant --scheme int8-sym --dir " + q + " --out " + q +
+                "/w.npy --recipe awq-int4-fp16 --backend cpu")
             .find("does not read this format") != std::string::npos);
   CHECK(!exists(q + "/w.npy"));
 }
@@ -244,8 +262,9 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
 TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing two runs") {
   const std::string d = tmp("bench");
   std::system(("mkdir -p '" + d + "'").c_str());
-  const Run r = run("bench --backend cpu --warm --shape 64x128 --kernel 'dequant/*int4-fp16' --timeout 0.3 --json " + d +
-                    "/a.json --csv " + d + "/a.csv");
+  const Run r =
+      run("bench --backend cpu --warm --shape 64x128 --kernel 'dequant/*int4-fp16' --timeout 0.3 --json " +
+          d + "/a.json --csv " + d + "/a.csv");
   REQUIRE(r.status == 0);
   CHECK(r.out.find("CPU time on") != std::string::npos);
   CHECK(r.out.find("dequant/cutlass-int4-fp16") != std::string::npos);
@@ -253,7 +272,8 @@ TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing tw
   const nlohmann::json j = nlohmann::json::parse(jf);
   REQUIRE(j["rows"].size() == 4);  // awq, ft, cutlass and naive int4 -> fp16
   for (const auto& row : j["rows"]) {
-    for (const char* key : {"kernel", "shape", "samples", "median_us", "noise", "gbps", "pct_of_copy"}) CHECK(row.contains(key));
+    for (const char* key : {"kernel", "shape", "samples", "median_us", "noise", "gbps", "pct_of_copy"})
+      CHECK(row.contains(key));
     CHECK(row["median_us"].get<double>() > 0);
     CHECK(row["samples"].get<int>() >= 25);
     CHECK(row["backend"] == "cpu");
@@ -268,9 +288,11 @@ TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing tw
   REQUIRE(same.status == 0);
   CHECK(same.out.find("SAME") != std::string::npos);
   CHECK(same.out.find("FASTER") == std::string::npos);
-  CHECK(refused("bench --compare " + d + "/a.json /nonexistent.json").find("cannot open") != std::string::npos);
+  CHECK(refused("bench --compare " + d + "/a.json /nonexistent.json").find("cannot open") !=
+        std::string::npos);
   CHECK(refused("bench --backend cpu --kernel 'gemm/*'").find("matches no kernel") != std::string::npos);
-  CHECK(refused("bench --backend cpu --shape 64x100 --kernel 'permute/*'").find("multiple of 64") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 64x100 --kernel 'permute/*'").find("multiple of 64") !=
+        std::string::npos);
   CHECK(refused("bench --backend cpu --group 48").find("use 32, 64 or 128") != std::string::npos);
   CHECK(refused("bench --backend cpu --shape 4096").find("NxK") != std::string::npos);
 }

@@ -1,10 +1,9 @@
 // The --backend option every command that runs kernels takes.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "kernels/backend/backend.hpp"
 

@@ -52,12 +52,14 @@ std::string constants_line(const TraceStep& s) {
 void print_step(const TraceStep& s, size_t index, const Style& st, const uint32_t* gpu = nullptr) {
   fmt::print("{:>4}  {}\n", index, st.bold(s.ptx));
   const int width = s.view == View::F16 ? 16 : 32;
-  const auto hex = [width](uint32_t v) { return width == 16 ? fmt::format("0x{:04x}", v & 0xFFFFu) : hex32(v); };
+  const auto hex = [width](uint32_t v) {
+    return width == 16 ? fmt::format("0x{:04x}", v & 0xFFFFu) : hex32(v);
+  };
   fmt::print("      {:<6} {}   {}\n", s.dst + " =", nibble_bits(s.value, width), hex(s.value));
   if (gpu) {
     const bool same = *gpu == s.value;
-    const std::string line = fmt::format("      {:<6} {}   {}  {}", "gpu", nibble_bits(*gpu, width), hex(*gpu),
-                                         same ? "same bits" : "DIFFERENT");
+    const std::string line = fmt::format("      {:<6} {}   {}  {}", "gpu", nibble_bits(*gpu, width),
+                                         hex(*gpu), same ? "same bits" : "DIFFERENT");
     fmt::print("{}\n", same ? st.good(line) : st.bad(line));
   }
   if (s.view != View::B32) fmt::print("             {}\n", register_reading(s.value, s.view, st));
@@ -186,12 +188,14 @@ void add_explain(CLI::App& app) {
       fmt::print("{}\n", st.dim(fmt::format("from {}; input: {}", info.origin, info.input)));
       if (!gpu.empty()) fmt::print("{}\n", st.dim("each step also ran on " + device));
       fmt::print("\n");
-      for (size_t i = 0; i < t.steps.size(); ++i) print_step(t.steps[i], i, st, gpu.empty() ? nullptr : &gpu[i]);
+      for (size_t i = 0; i < t.steps.size(); ++i)
+        print_step(t.steps[i], i, st, gpu.empty() ? nullptr : &gpu[i]);
       print_outcome(spec, out, st);
     }
     if (!out.all_match) throw UserError("the recipe's outputs differ from its integer reference");
     for (size_t i = 0; i < gpu.size(); ++i) {
-      if (gpu[i] != t.steps[i].value) throw UserError(fmt::format("the GPU's step {} differs from the CPU twin's", i));
+      if (gpu[i] != t.steps[i].value)
+        throw UserError(fmt::format("the GPU's step {} differs from the CPU twin's", i));
     }
   });
 }

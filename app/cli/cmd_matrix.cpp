@@ -1,9 +1,8 @@
 // quant, dequant and permute: whole matrices through the kernels of the chosen backend.
-#include <cmath>
-#include <cstring>
-
 #include <fmt/format.h>
 
+#include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "backend_option.hpp"
@@ -53,9 +52,11 @@ struct SpecOptions {
 
 void add_spec_options(CLI::App* cmd, SpecOptions& o) {
   cmd->add_option("--scheme", o.scheme, "int8-sym, int4-sym, int4-asym or nf4")->required();
-  cmd->add_option("--group", o.group, "Group size along K: 32, 64 or 128; 0 for one scale per output channel");
+  cmd->add_option("--group", o.group,
+                  "Group size along K: 32, 64 or 128; 0 for one scale per output channel");
   cmd->add_option("--blocksize", o.blocksize, "NF4 block size along K: a power of two from 32 to 4096");
-  cmd->add_option("--layout", o.layout, "plain, awq (int4-asym) or ft (the mixed-GEMM layout, int8-sym / int4-sym)");
+  cmd->add_option("--layout", o.layout,
+                  "plain, awq (int4-asym) or ft (the mixed-GEMM layout, int8-sym / int4-sym)");
 }
 
 // The spec, with the group left at 0 where the files or the matrix decide it.
@@ -86,28 +87,15 @@ recipes::RecipeId pick_recipe(const QuantSpec& spec, const std::string& name) {
   const auto ok = recipes_for(spec);
   if (name.empty()) return ok.front();
   const recipes::RecipeInfo* r = recipes::find_recipe(name);
-  if (!r) throw UserError(fmt::format("there is no recipe called '{}': choose one of {}", name, recipes::recipe_names()));
+  if (!r)
+    throw UserError(
+        fmt::format("there is no recipe called '{}': choose one of {}", name, recipes::recipe_names()));
   try {
     check_recipe_reads(spec, r->spec->id);
   } catch (const Error& e) {
     throw UserError(e.what());
   }
   return r->spec->id;
-}
-
-std::pair<int64_t, int64_t> parse_shape(const std::string& s) {
-  const size_t x = s.find_first_of("xX,");
-  try {
-    if (x == std::string::npos) throw std::invalid_argument("");
-    size_t used = 0;
-    const long long n = std::stoll(s.substr(0, x), &used);
-    if (used != x) throw std::invalid_argument("");
-    const long long k = std::stoll(s.substr(x + 1), &used);
-    if (used != s.size() - x - 1 || n < 1 || k < 1) throw std::invalid_argument("");
-    return {n, k};
-  } catch (const std::exception&) {
-    throw UserError(fmt::format("--shape '{}' is not a shape: write NxK with positive integers, e.g. 4096x4096", s));
-  }
 }
 
 struct Stats {
@@ -131,21 +119,27 @@ Stats error_stats(const Tensor& w, const std::vector<uint16_t>& out, recipes::Ou
   return s;
 }
 
-Tensor load_weights(const std::string& in, const std::string& tensor, const std::string& random, uint64_t seed,
-                    const std::string& shape) {
+Tensor load_weights(const std::string& in, const std::string& tensor, const std::string& random,
+                    uint64_t seed, const std::string& shape) {
   try {
     if (!random.empty()) {
       if (!in.empty()) throw UserError("give either --in or --random, not both");
       Distribution d;
-      if (random == "normal") d = Distribution::Normal;
-      else if (random == "uniform") d = Distribution::Uniform;
-      else if (random == "outliers") d = Distribution::Outliers;
-      else throw UserError(fmt::format("--random '{}' is not a distribution: use normal, uniform or outliers", random));
+      if (random == "normal")
+        d = Distribution::Normal;
+      else if (random == "uniform")
+        d = Distribution::Uniform;
+      else if (random == "outliers")
+        d = Distribution::Outliers;
+      else
+        throw UserError(
+            fmt::format("--random '{}' is not a distribution: use normal, uniform or outliers", random));
       if (shape.empty()) throw UserError("--random needs --shape NxK, e.g. --shape 4096x4096");
-      const auto [n, k] = parse_shape(shape);
+      const auto [n, k] = take(front::parse_shape(shape, "--shape"));
       return random_matrix(d, seed, n, k);
     }
-    if (in.empty()) throw UserError("give the weights: --in W.npy, --in M.safetensors --tensor NAME, or --random ...");
+    if (in.empty())
+      throw UserError("give the weights: --in W.npy, --in M.safetensors --tensor NAME, or --random ...");
     const bool safe = in.size() > 12 && in.substr(in.size() - 12) == ".safetensors";
     if (safe) {
       if (tensor.empty()) {
@@ -174,14 +168,16 @@ void add_quant(CLI::App& app) {
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("quant", "Quantize a weight matrix into a real format and measure the round trip");
+  auto* cmd =
+      app.add_subcommand("quant", "Quantize a weight matrix into a real format and measure the round trip");
   add_spec_options(cmd, o->spec);
   cmd->add_option("--in", o->in, "Weights [N, K]: a .npy file, or a .safetensors file with --tensor");
   cmd->add_option("--tensor", o->tensor, "The tensor's name inside the .safetensors file");
   cmd->add_option("--random", o->random, "Generate the weights instead: normal, uniform or outliers");
   cmd->add_option("--seed", o->seed, "Seed for --random")->capture_default_str();
   cmd->add_option("--shape", o->shape, "NxK for --random, e.g. 4096x4096");
-  cmd->add_option("--out-dir", o->out_dir, "Folder for qweight.npy, scales.npy (zeros.npy, absmax.npy)")->required();
+  cmd->add_option("--out-dir", o->out_dir, "Folder for qweight.npy, scales.npy (zeros.npy, absmax.npy)")
+      ->required();
   add_backend_option(cmd, o->backend);
   cmd->add_flag("--json", o->json, "Print the result as JSON");
   cmd->callback([o] {
@@ -220,10 +216,10 @@ void add_quant(CLI::App& app) {
       fmt::print("{}\n", j.dump(2));
       return;
     }
-    fmt::print("quantized {}x{} as {} ({}), {} layout, on {}\n", n, k, scheme_name(spec.scheme), mode_name(spec, k),
-               layout_name(spec.layout), backend->info().summary());
-    fmt::print("round trip through {}: max abs error {:.6g}, MSE {:.6g}, SNR {:.2f} dB\n", recipes::spec_of(recipe).name,
-               s.max_abs, s.mse, s.snr_db);
+    fmt::print("quantized {}x{} as {} ({}), {} layout, on {}\n", n, k, scheme_name(spec.scheme),
+               mode_name(spec, k), layout_name(spec.layout), backend->info().summary());
+    fmt::print("round trip through {}: max abs error {:.6g}, MSE {:.6g}, SNR {:.2f} dB\n",
+               recipes::spec_of(recipe).name, s.max_abs, s.mse, s.snr_db);
     fmt::print("wrote {}\n", o->out_dir);
   });
 }
@@ -275,8 +271,10 @@ void add_permute(CLI::App& app) {
   cmd->add_option("--out", o->out, "Output .npy")->required();
   add_backend_option(cmd, o->backend);
   cmd->callback([o] {
-    if (o->bits != 4 && o->bits != 8) throw UserError(fmt::format("--bits {} is not supported: use 4 or 8", o->bits));
-    if (!o->forward && !o->inverse) throw UserError("say which way: --forward (plain -> mixed-GEMM) or --inverse");
+    if (o->bits != 4 && o->bits != 8)
+      throw UserError(fmt::format("--bits {} is not supported: use 4 or 8", o->bits));
+    if (!o->forward && !o->inverse)
+      throw UserError("say which way: --forward (plain -> mixed-GEMM) or --inverse");
     try {
       const PackedFile p = o->forward ? read_plain_packed(o->in, o->bits) : read_ft_packed(o->in, o->bits);
       check_permute_shape(o->bits, p.n, p.k);
@@ -286,7 +284,8 @@ void add_permute(CLI::App& app) {
                                   : plain_packed_tensor(o->bits, p.n, p.k, words);
       write_npy_atomic(o->out, t);
       fmt::print("permuted int{} {}x{} {} on {} -> {}\n", o->bits, p.n, p.k,
-                 o->forward ? "into the mixed-GEMM layout" : "back to plain", backend->info().summary(), o->out);
+                 o->forward ? "into the mixed-GEMM layout" : "back to plain", backend->info().summary(),
+                 o->out);
     } catch (const Error& e) {
       throw UserError(e.what());
     }

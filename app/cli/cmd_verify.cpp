@@ -16,7 +16,8 @@ void add_verify(CLI::App& app) {
     bool json = false;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("verify", "Check a recipe against its integer reference on all 2^32 registers");
+  auto* cmd =
+      app.add_subcommand("verify", "Check a recipe against its integer reference on all 2^32 registers");
   cmd->add_option("--recipe", o->recipe, "A recipe name, or all")->required();
   add_backend_option(cmd, o->backend);
   cmd->add_flag("--json", o->json, "Print JSON rows");
@@ -36,7 +37,8 @@ void add_verify(CLI::App& app) {
     bool exhaustive = true;
     if (!o->json) {
       fmt::print("{}\n", backend->info().summary());
-      fmt::print("{:<18} {:>14} {:>11} {:>12} {:>10}\n", "recipe", "registers", "mismatches", "first", "seconds");
+      fmt::print("{:<18} {:>14} {:>11} {:>12} {:>10}\n", "recipe", "registers", "mismatches", "first",
+                 "seconds");
     }
     for (auto id : ids) {
       VerifyResult r;
@@ -49,13 +51,14 @@ void add_verify(CLI::App& app) {
       exhaustive = exhaustive && r.exhaustive;
       const char* name = recipes::spec_of(id).name;
       if (o->json) {
-        rows.push_back({{"recipe", name},
-                        {"registers", r.checked},
-                        {"exhaustive", r.exhaustive},
-                        {"mismatches", r.mismatches},
-                        {"first_mismatch", r.mismatches ? hex32(static_cast<uint32_t>(r.first_mismatch)) : ""},
-                        {"seconds", r.seconds},
-                        {"backend", backend->info().backend}});
+        rows.push_back(
+            {{"recipe", name},
+             {"registers", r.checked},
+             {"exhaustive", r.exhaustive},
+             {"mismatches", r.mismatches},
+             {"first_mismatch", r.mismatches ? hex32(static_cast<uint32_t>(r.first_mismatch)) : ""},
+             {"seconds", r.seconds},
+             {"backend", backend->info().backend}});
       } else {
         fmt::print("{:<18} {:>14} {:>11} {:>12} {:>10.3f}\n", name, r.checked, r.mismatches,
                    r.mismatches ? hex32(static_cast<uint32_t>(r.first_mismatch)) : "-", r.seconds);
@@ -64,9 +67,12 @@ void add_verify(CLI::App& app) {
     if (o->json) {
       fmt::print("{}\n", rows.dump(2));
     } else if (!exhaustive) {
-      fmt::print("the CPU twin checks a sample of 2^24 registers per recipe; on a GPU every one of the 2^32 is checked\n");
+      fmt::print(
+          "the CPU twin checks a sample of 2^24 registers per recipe; on a GPU every one of the 2^32 is "
+          "checked\n");
     }
-    if (total_bad) throw UserError(fmt::format("{} registers disagree with the integer reference", total_bad));
+    if (total_bad)
+      throw UserError(fmt::format("{} registers disagree with the integer reference", total_bad));
   });
 }
 
@@ -99,9 +105,10 @@ void add_device(CLI::App& app) {
     }
     fmt::print("{}\n", d.summary());
     if (d.backend == "cuda") {
-      fmt::print("  memory {:.1f} GiB ({:.1f} GiB free), L2 {:.0f} MiB, clocks SM {} MHz / memory {} MHz (max)\n",
-                 d.memory_bytes / 1073741824.0, d.free_bytes / 1073741824.0, d.l2_bytes / 1048576.0, d.sm_clock_mhz,
-                 d.mem_clock_mhz);
+      fmt::print(
+          "  memory {:.1f} GiB ({:.1f} GiB free), L2 {:.0f} MiB, clocks SM {} MHz / memory {} MHz (max)\n",
+          d.memory_bytes / 1073741824.0, d.free_bytes / 1073741824.0, d.l2_bytes / 1048576.0, d.sm_clock_mhz,
+          d.mem_clock_mhz);
       fmt::print("  driver {}.{}, runtime {}.{}\n", d.driver_version / 1000, (d.driver_version % 1000) / 10,
                  d.runtime_version / 1000, (d.runtime_version % 1000) / 10);
     }

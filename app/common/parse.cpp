@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 namespace dql::front {
 
@@ -35,6 +37,22 @@ Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max
     return fmt::format("{} is empty: give up to {} hex digits, e.g. {}", what, max_digits, example);
   }
   return static_cast<uint32_t>(v);
+}
+
+Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::string_view what) {
+  const std::string s(text);
+  const size_t x = s.find_first_of("xX,");
+  try {
+    if (x == std::string::npos) throw std::invalid_argument("");
+    size_t used = 0;
+    const long long n = std::stoll(s.substr(0, x), &used);
+    if (used != x) throw std::invalid_argument("");
+    const long long k = std::stoll(s.substr(x + 1), &used);
+    if (used != s.size() - x - 1 || n < 1 || k < 1) throw std::invalid_argument("");
+    return std::pair<int64_t, int64_t>{n, k};
+  } catch (const std::exception&) {
+    return fmt::format("{} '{}' is not a shape: write NxK with positive integers, e.g. 4096x4096", what, text);
+  }
 }
 
 Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 
 namespace dql::front {
@@ -20,6 +21,9 @@ bool ok(const Parsed<T>& p) {
 // Up to `max_digits` hex digits, with or without 0x; '_' and ' ' may group digits.
 // `what` names the value in the message ("--input", "the selector").
 Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max_digits = 8);
+
+// A matrix shape "NxK" (also "N,K"), both positive.
+Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::string_view what);
 
 // A finite, non-negative decimal number (e.g. a block's absmax).
 Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what);

@@ -6,8 +6,9 @@ namespace dql {
 
 std::string DeviceInfo::summary() const {
   if (backend == "cpu") return fmt::format("CPU twin: {} ({} threads)", name, sms);
-  return fmt::format("{}, compute capability {}.{}, {} SMs, {:.0f} GiB, driver {}.{}", name, cc_major, cc_minor,
-                     sms, memory_bytes / 1073741824.0, driver_version / 1000, (driver_version % 1000) / 10);
+  return fmt::format("{}, compute capability {}.{}, {} SMs, {:.0f} GiB, driver {}.{}", name, cc_major,
+                     cc_minor, sms, memory_bytes / 1073741824.0, driver_version / 1000,
+                     (driver_version % 1000) / 10);
 }
 
 void check_quant_shape(const QuantSpec& spec, int64_t n, int64_t k) {
@@ -20,26 +21,37 @@ void check_quant_shape(const QuantSpec& spec, int64_t n, int64_t k) {
       throw Error(fmt::format("NF4 blocksize {} is not supported: use a power of two from 32 to 4096", b));
     }
     if (k % b != 0) {
-      throw Error(fmt::format("K = {} does not divide by the NF4 blocksize {}: blocks run along K, so K must be a "
-                              "multiple of it", k, b));
+      throw Error(
+          fmt::format("K = {} does not divide by the NF4 blocksize {}: blocks run along K, so K must be a "
+                      "multiple of it",
+                      k, b));
     }
-    if (spec.layout != Layout::Plain) throw Error("NF4 comes in the bitsandbytes layout only: use --layout plain");
+    if (spec.layout != Layout::Plain)
+      throw Error("NF4 comes in the bitsandbytes layout only: use --layout plain");
     return;
   }
   if (spec.group != k && spec.group != 32 && spec.group != 64 && spec.group != 128) {
-    throw Error(fmt::format("group size {} is not supported: use 32, 64, 128, or 0 for one scale per output "
-                            "channel", spec.group));
+    throw Error(
+        fmt::format("group size {} is not supported: use 32, 64, 128, or 0 for one scale per output "
+                    "channel",
+                    spec.group));
   }
   if (k % spec.group != 0) {
-    throw Error(fmt::format("K = {} does not divide by the group size {}: groups run along K", k, spec.group));
+    throw Error(
+        fmt::format("K = {} does not divide by the group size {}: groups run along K", k, spec.group));
   }
-  if (k % 8 != 0) throw Error(fmt::format("K = {} is not a multiple of 8: packed words hold 8 int4 or 4 int8 along K", k));
+  if (k % 8 != 0)
+    throw Error(fmt::format("K = {} is not a multiple of 8: packed words hold 8 int4 or 4 int8 along K", k));
   if (spec.layout == Layout::Awq) {
     if (spec.scheme != Scheme::Int4Asym) {
-      throw Error("the AWQ format stores unsigned int4 with zero points: use --scheme int4-asym with --layout awq");
+      throw Error(
+          "the AWQ format stores unsigned int4 with zero points: use --scheme int4-asym with --layout awq");
     }
-    if (n % 8 != 0) throw Error(fmt::format("N = {} is not a multiple of 8: the AWQ format packs 8 output channels "
-                                            "per int32", n));
+    if (n % 8 != 0)
+      throw Error(
+          fmt::format("N = {} is not a multiple of 8: the AWQ format packs 8 output channels "
+                      "per int32",
+                      n));
   }
   if (spec.scheme == Scheme::Int4Asym && spec.layout != Layout::Awq) {
     throw Error("int4-asym is stored in the AWQ format: use --layout awq");
@@ -51,11 +63,13 @@ void check_permute_shape(int bits, int64_t n, int64_t k) {
   if (bits != 4 && bits != 8) throw Error(fmt::format("--bits {} is not supported: use 4 or 8", bits));
   const int interleave = bits == 4 ? 4 : 2;
   if (k % 64 != 0) {
-    throw Error(fmt::format("K = {} is not a multiple of 64: the mixed-GEMM layout interleaves 64-row tiles of K", k));
+    throw Error(fmt::format(
+        "K = {} is not a multiple of 64: the mixed-GEMM layout interleaves 64-row tiles of K", k));
   }
   if (n % interleave != 0) {
-    throw Error(fmt::format("N = {} is not a multiple of {}: the int{} mixed-GEMM layout interleaves {} columns", n,
-                            interleave, bits, interleave));
+    throw Error(
+        fmt::format("N = {} is not a multiple of {}: the int{} mixed-GEMM layout interleaves {} columns", n,
+                    interleave, bits, interleave));
   }
 }
 
@@ -84,7 +98,8 @@ std::unique_ptr<Backend> make_backend(const std::string& choice, std::string* no
   std::string why;
   std::unique_ptr<Backend> gpu = make_cuda_backend(&why);
   if (gpu) return gpu;
-  if (choice == "cuda") throw Error(fmt::format("--backend cuda cannot run: {}; use --backend cpu for the CPU twin", why));
+  if (choice == "cuda")
+    throw Error(fmt::format("--backend cuda cannot run: {}; use --backend cpu for the CPU twin", why));
   if (notice) *notice = fmt::format("{}: running on the CPU twin (bit-exact, slower)", why);
   return make_cpu_backend();
 }

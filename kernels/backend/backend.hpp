@@ -18,9 +18,9 @@ struct DeviceInfo {
   std::string backend;  // "cuda" or "cpu"
   std::string name;     // GPU or CPU model
   int cc_major = 0, cc_minor = 0;
-  int sms = 0;               // streaming multiprocessors (GPU) or hardware threads (CPU)
-  size_t memory_bytes = 0;   // total device memory
-  size_t free_bytes = 0;     // free when asked
+  int sms = 0;              // streaming multiprocessors (GPU) or hardware threads (CPU)
+  size_t memory_bytes = 0;  // total device memory
+  size_t free_bytes = 0;    // free when asked
   size_t l2_bytes = 0;
   int sm_clock_mhz = 0, mem_clock_mhz = 0;  // current clocks where the driver reports them
   int driver_version = 0, runtime_version = 0;

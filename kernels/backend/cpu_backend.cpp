@@ -2,8 +2,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "backend.hpp"
@@ -54,10 +54,20 @@ class CpuBenchTarget final : public BenchTarget {
         c_ = random_words(groups / 8 + 1, 4, ~0u, 0u);
         d_ = random_words(groups, 5, 0x007FFFFFu, 0x3C000000u);
         out16_.resize(static_cast<size_t>(elems));
-        dq_ = quant::DequantArgs{scheme, layout_of_recipe(c.recipe), c.recipe, n, k, c.group, a_.data(),
-                                 reinterpret_cast<const uint16_t*>(b_.data()), c_.data(),
-                                 reinterpret_cast<const float*>(d_.data()), out16_.data()};
-        run_ = [this] { parallel_items(quant::dequant_items(dq_), [&](int64_t i) { quant::dequant_word(dq_, i); }); };
+        dq_ = quant::DequantArgs{scheme,
+                                 layout_of_recipe(c.recipe),
+                                 c.recipe,
+                                 n,
+                                 k,
+                                 c.group,
+                                 a_.data(),
+                                 reinterpret_cast<const uint16_t*>(b_.data()),
+                                 c_.data(),
+                                 reinterpret_cast<const float*>(d_.data()),
+                                 out16_.data()};
+        run_ = [this] {
+          parallel_items(quant::dequant_items(dq_), [&](int64_t i) { quant::dequant_word(dq_, i); });
+        };
         break;
       }
       case BenchKind::Quant: {
@@ -69,15 +79,24 @@ class CpuBenchTarget final : public BenchTarget {
         zeros_.resize(groups);
         absmax_.resize(groups);
         b_.resize(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
-        q_ = quant::QuantArgs{c.scheme, n, k, c.group, reinterpret_cast<const float*>(a_.data()), codes_.data(),
-                              scales_.data(), zeros_.data(), absmax_.data()};
-        p_ = quant::PackArgs{c.scheme, quant::Layout::Plain, n, k, c.group, codes_.data(), scales_.data(),
-                             zeros_.data(), b_.data(), scales_out_.data(), nullptr};
+        q_ = quant::QuantArgs{c.scheme,
+                              n,
+                              k,
+                              c.group,
+                              reinterpret_cast<const float*>(a_.data()),
+                              codes_.data(),
+                              scales_.data(),
+                              zeros_.data(),
+                              absmax_.data()};
+        p_ = quant::PackArgs{
+            c.scheme,  quant::Layout::Plain, n,      k, c.group, codes_.data(), scales_.data(), zeros_.data(),
+            b_.data(), scales_out_.data(),   nullptr};
         const bool nf4 = c.scheme == quant::Scheme::Nf4;
         run_ = [this, nf4, groups] {
           parallel_items(quant::quant_items(q_), [&](int64_t i) { quant::quant_group(q_, i); });
           parallel_items(quant::pack_items(p_), [&](int64_t i) { quant::pack_word(p_, i); });
-          if (!nf4) parallel_items(static_cast<int64_t>(groups), [&](int64_t i) { quant::pack_params(p_, i); });
+          if (!nf4)
+            parallel_items(static_cast<int64_t>(groups), [&](int64_t i) { quant::pack_params(p_, i); });
         };
         break;
       }
@@ -148,16 +167,26 @@ class CpuBackend final : public Backend {
     std::vector<uint16_t> scales(groups);
     std::vector<uint8_t> zeros(groups);
     if (spec.scheme == quant::Scheme::Nf4) q.absmax.resize(groups);
-    const quant::QuantArgs qa{spec.scheme, n,         k,           spec.group, w.as<float>(),
-                              codes.data(), scales.data(), zeros.data(), q.absmax.data()};
+    const quant::QuantArgs qa{
+        spec.scheme,    n, k, spec.group, w.as<float>(), codes.data(), scales.data(), zeros.data(),
+        q.absmax.data()};
     parallel_items(quant::quant_items(qa), [&](int64_t i) { quant::quant_group(qa, i); });
     if (spec.scheme != quant::Scheme::Nf4) check_scales(spec, scales, n, k);
 
     std::vector<uint32_t> plain(qword_count(spec, n, k));
     if (spec.scheme != quant::Scheme::Nf4) q.scales.resize(groups);
     if (spec.layout == quant::Layout::Awq) q.qzeros.resize(groups / 8);
-    const quant::PackArgs pa{spec.scheme, spec.layout,   n,           k,        spec.group, codes.data(),
-                             scales.data(), zeros.data(), plain.data(), q.scales.data(), q.qzeros.data()};
+    const quant::PackArgs pa{spec.scheme,
+                             spec.layout,
+                             n,
+                             k,
+                             spec.group,
+                             codes.data(),
+                             scales.data(),
+                             zeros.data(),
+                             plain.data(),
+                             q.scales.data(),
+                             q.qzeros.data()};
     parallel_items(quant::pack_items(pa), [&](int64_t i) { quant::pack_word(pa, i); });
     if (spec.scheme != quant::Scheme::Nf4) {
       parallel_items(static_cast<int64_t>(groups), [&](int64_t i) { quant::pack_params(pa, i); });
@@ -170,9 +199,9 @@ class CpuBackend final : public Backend {
   std::vector<uint16_t> dequantize(const QuantizedMatrix& q, recipes::RecipeId recipe) override {
     check_recipe_reads(q.spec, recipe);
     std::vector<uint16_t> out(static_cast<size_t>(q.n * q.k));
-    const quant::DequantArgs da{q.spec.scheme,   q.spec.layout,   recipe,          q.n,       q.k,
-                                q.spec.group,    q.qwords.data(), q.scales.data(), q.qzeros.data(),
-                                q.absmax.data(), out.data()};
+    const quant::DequantArgs da{
+        q.spec.scheme,   q.spec.layout,   recipe,          q.n,       q.k, q.spec.group, q.qwords.data(),
+        q.scales.data(), q.qzeros.data(), q.absmax.data(), out.data()};
     parallel_items(quant::dequant_items(da), [&](int64_t i) { quant::dequant_word(da, i); });
     return out;
   }

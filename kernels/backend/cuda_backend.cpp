@@ -1,11 +1,10 @@
 // The GPU backend: host data in, host data out; each step runs the CUDA kernels in kernels/cuda.
 #include <cuda_runtime.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <functional>
-
-#include <fmt/format.h>
 
 #include "backend.hpp"
 #include "host_steps.hpp"
@@ -72,7 +71,9 @@ class CudaBenchTarget final : public BenchTarget {
         const size_t words = static_cast<size_t>(c.copy_bytes / 4);
         uint32_t* src = random_words(words, 1, ~0u, 0u);
         uint32_t* dst = alloc<uint32_t>(words);
-        launch_ = [src, dst, words] { check(cudaMemcpyAsync(dst, src, words * 4, cudaMemcpyDeviceToDevice), "copy"); };
+        launch_ = [src, dst, words] {
+          check(cudaMemcpyAsync(dst, src, words * 4, cudaMemcpyDeviceToDevice), "copy");
+        };
         break;
       }
       case BenchKind::Dequant: {
@@ -80,20 +81,33 @@ class CudaBenchTarget final : public BenchTarget {
         const quant::Layout layout = layout_of_recipe(c.recipe);
         const size_t words = static_cast<size_t>(elems * quant::scheme_bits(scheme) / 32);
         const size_t groups = static_cast<size_t>(elems / c.group);
-        dq_ = quant::DequantArgs{scheme, layout, c.recipe, n, k, c.group,
-                                 random_words(words, 2, ~0u, 0u),
-                                 reinterpret_cast<uint16_t*>(random_words((groups + 1) / 2, 3, 0x03FF03FFu, 0x20002000u)),
-                                 random_words(groups / 8 + 1, 4, ~0u, 0u),
-                                 reinterpret_cast<float*>(random_words(groups, 5, 0x007FFFFFu, 0x3C000000u)),
-                                 alloc<uint16_t>(static_cast<size_t>(elems))};
+        dq_ = quant::DequantArgs{
+            scheme,
+            layout,
+            c.recipe,
+            n,
+            k,
+            c.group,
+            random_words(words, 2, ~0u, 0u),
+            reinterpret_cast<uint16_t*>(random_words((groups + 1) / 2, 3, 0x03FF03FFu, 0x20002000u)),
+            random_words(groups / 8 + 1, 4, ~0u, 0u),
+            reinterpret_cast<float*>(random_words(groups, 5, 0x007FFFFFu, 0x3C000000u)),
+            alloc<uint16_t>(static_cast<size_t>(elems))};
         launch_ = [this] { check(cuda::fast_dequant(dq_, false)); };
         break;
       }
       case BenchKind::Quant: {
         const size_t groups = static_cast<size_t>(elems / c.group);
-        q_ = quant::QuantArgs{c.scheme, n, k, c.group,
-                              reinterpret_cast<float*>(random_words(static_cast<size_t>(elems), 6, 0x807FFFFFu, 0x3C000000u)),
-                              nullptr, nullptr, nullptr, alloc<float>(groups)};
+        q_ = quant::QuantArgs{
+            c.scheme,
+            n,
+            k,
+            c.group,
+            reinterpret_cast<float*>(random_words(static_cast<size_t>(elems), 6, 0x807FFFFFu, 0x3C000000u)),
+            nullptr,
+            nullptr,
+            nullptr,
+            alloc<float>(groups)};
         uint32_t* words = alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
         uint16_t* scales = alloc<uint16_t>(groups);
         launch_ = [this, words, scales] { check(cuda::fast_quant_plain(q_, words, scales, false)); };
@@ -168,7 +182,8 @@ class CudaBackend final : public Backend {
     info_.memory_bytes = p.totalGlobalMem;
     info_.l2_bytes = static_cast<size_t>(p.l2CacheSize);
     int clock = 0;
-    if (cudaDeviceGetAttribute(&clock, cudaDevAttrClockRate, device) == cudaSuccess) info_.sm_clock_mhz = clock / 1000;
+    if (cudaDeviceGetAttribute(&clock, cudaDevAttrClockRate, device) == cudaSuccess)
+      info_.sm_clock_mhz = clock / 1000;
     if (cudaDeviceGetAttribute(&clock, cudaDevAttrMemoryClockRate, device) == cudaSuccess) {
       info_.mem_clock_mhz = clock / 1000;
     }
@@ -191,8 +206,8 @@ class CudaBackend final : public Backend {
     DeviceArray<uint8_t> zeros(awq ? groups : 0);
     const bool nf4 = spec.scheme == quant::Scheme::Nf4;
     DeviceArray<float> absmax(nf4 ? groups : 0);
-    const quant::QuantArgs qa{spec.scheme, n,           k,           spec.group, dw.get(),
-                              codes.get(), scales.get(), zeros.get(), absmax.get()};
+    const quant::QuantArgs qa{spec.scheme,  n,           k,           spec.group, dw.get(), codes.get(),
+                              scales.get(), zeros.get(), absmax.get()};
     DeviceArray<uint32_t> plain(words);
     if (awq) {
       check(cuda::launch_quant(qa));  // asymmetric: codes and zeros, packed below
@@ -204,13 +219,15 @@ class CudaBackend final : public Backend {
 
     DeviceArray<uint16_t> scales_out(nf4 ? 0 : groups);
     DeviceArray<uint32_t> qzeros(awq ? groups / 8 : 0);
-    const quant::PackArgs pa{spec.scheme,  spec.layout, n,           k,                spec.group, codes.get(),
-                             scales.get(), zeros.get(), plain.get(), scales_out.get(), qzeros.get()};
+    const quant::PackArgs pa{spec.scheme, spec.layout,  n,           k,           spec.group,
+                             codes.get(), scales.get(), zeros.get(), plain.get(), scales_out.get(),
+                             qzeros.get()};
     if (awq) check(cuda::launch_pack(pa));  // AWQ's packing of 8 columns a word
     if (!nf4) check(cuda::launch_pack_params(pa, static_cast<int64_t>(groups)));
     if (spec.layout == quant::Layout::Ft) {
       DeviceArray<uint32_t> ft(words);
-      check(cuda::fast_permute(quant::PermuteArgs{quant::scheme_bits(spec.scheme), n, k, plain.get(), ft.get()}, true));
+      check(cuda::fast_permute(
+          quant::PermuteArgs{quant::scheme_bits(spec.scheme), n, k, plain.get(), ft.get()}, true));
       q.qwords = ft.to_host();
     } else {
       q.qwords = plain.to_host();
@@ -224,7 +241,8 @@ class CudaBackend final : public Backend {
   std::vector<uint16_t> dequantize(const QuantizedMatrix& q, recipes::RecipeId recipe) override {
     check_recipe_reads(q.spec, recipe);
     const size_t out_n = static_cast<size_t>(q.n * q.k);
-    require_memory(q.qwords.size() * 4 + q.scales.size() * 2 + q.qzeros.size() * 4 + q.absmax.size() * 4 + out_n * 2);
+    require_memory(q.qwords.size() * 4 + q.scales.size() * 2 + q.qzeros.size() * 4 + q.absmax.size() * 4 +
+                   out_n * 2);
     DeviceArray<uint32_t> qw(q.qwords);
     DeviceArray<uint16_t> sc(q.scales);
     DeviceArray<uint32_t> qz(q.qzeros);
@@ -281,8 +299,10 @@ class CudaBackend final : public Backend {
     size_t free_b = 0, total_b = 0;
     check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
     if (bytes > free_b) {
-      throw Error(fmt::format("this needs {:.2f} GiB on the GPU but {:.2f} GiB are free: use a smaller matrix or "
-                              "--backend cpu", bytes / 1073741824.0, free_b / 1073741824.0));
+      throw Error(
+          fmt::format("this needs {:.2f} GiB on the GPU but {:.2f} GiB are free: use a smaller matrix or "
+                      "--backend cpu",
+                      bytes / 1073741824.0, free_b / 1073741824.0));
     }
   }
 };

@@ -1,8 +1,8 @@
 #include "host_steps.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace dql {
 
@@ -10,9 +10,10 @@ void check_scales(const QuantSpec& spec, const std::vector<uint16_t>& scales_nk,
   const int64_t groups = k / spec.group;
   for (size_t i = 0; i < scales_nk.size(); ++i) {
     if ((scales_nk[i] & 0x7C00u) == 0x7C00u) {
-      throw Error(fmt::format("row {}, group {} has weights too large for an fp16 scale (largest 65504): scale "
-                              "the matrix down before quantizing", static_cast<int64_t>(i) / groups,
-                              static_cast<int64_t>(i) % groups));
+      throw Error(
+          fmt::format("row {}, group {} has weights too large for an fp16 scale (largest 65504): scale "
+                      "the matrix down before quantizing",
+                      static_cast<int64_t>(i) / groups, static_cast<int64_t>(i) % groups));
     }
   }
   (void)n;
@@ -30,6 +31,8 @@ void check_recipe_reads(const QuantSpec& spec, recipes::RecipeId recipe) {
 size_t qword_count(const QuantSpec& spec, int64_t n, int64_t k) {
   return static_cast<size_t>(n * k * quant::scheme_bits(spec.scheme) / 32);
 }
-size_t group_count(const QuantSpec& spec, int64_t n, int64_t k) { return static_cast<size_t>(n * (k / spec.group)); }
+size_t group_count(const QuantSpec& spec, int64_t n, int64_t k) {
+  return static_cast<size_t>(n * (k / spec.group));
+}
 
 }  // namespace dql

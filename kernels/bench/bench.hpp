@@ -25,11 +25,11 @@ enum class BenchKind : uint8_t { Copy, Dequant, Quant, Permute };
 struct BenchCase {
   BenchKind kind = BenchKind::Dequant;
   int64_t n = 0, k = 0;
-  int group = 128;                                              // G, or the NF4 blocksize
-  recipes::RecipeId recipe = recipes::RecipeId::AwqInt4F16;     // dequant
-  quant::Scheme scheme = quant::Scheme::Int4Sym;                // quant, permute (bits)
-  bool forward = true;                                          // permute
-  int64_t copy_bytes = 0;                                       // copy
+  int group = 128;                                           // G, or the NF4 blocksize
+  recipes::RecipeId recipe = recipes::RecipeId::AwqInt4F16;  // dequant
+  quant::Scheme scheme = quant::Scheme::Int4Sym;             // quant, permute (bits)
+  bool forward = true;                                       // permute
+  int64_t copy_bytes = 0;                                    // copy
 
   std::string kernel_name() const;  // e.g. "dequant/awq-int4-fp16", "quant/int4-sym", "permute/int4-fwd"
   std::string shape_name() const;   // e.g. "8192x8192 g128"
@@ -50,8 +50,8 @@ class BenchTarget {
 };
 
 struct BenchSettings {
-  bool cold = true;          // L2 flushed before every sample
-  int warmup = 3;            // runs before sampling
+  bool cold = true;  // L2 flushed before every sample
+  int warmup = 3;    // runs before sampling
   int min_samples = 25;
   int max_samples = 1000;
   double min_seconds = 0.2;  // of sampled time
@@ -71,8 +71,8 @@ struct BenchRow {
   bool cold = true;
   BenchStats stats;
   double gbps = 0, elements_per_s = 0;
-  double pct_of_copy = 0;            // gbps over the measured copy bandwidth, in percent
-  std::optional<double> speedup;     // over the matching baseline, when there is one
+  double pct_of_copy = 0;         // gbps over the measured copy bandwidth, in percent
+  std::optional<double> speedup;  // over the matching baseline, when there is one
   std::string baseline;
   bool timed_out = false;
 };

@@ -21,7 +21,7 @@ struct Reason {
   unsigned long long bit;
   const char* text;
 };
-constexpr Reason kReasons[] = {{0x4ull, "software power cap"},     {0x8ull, "hardware slowdown"},
+constexpr Reason kReasons[] = {{0x4ull, "software power cap"},      {0x8ull, "hardware slowdown"},
                                {0x20ull, "software thermal limit"}, {0x40ull, "hardware thermal limit"},
                                {0x80ull, "hardware power brake"},   {0x100ull, "display clock setting"}};
 
@@ -38,7 +38,8 @@ GpuClocks read_gpu_clocks(int device) {
   const auto reasons = reinterpret_cast<ReasonsFn>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
   const auto version = reinterpret_cast<VersionFn>(dlsym(lib, "nvmlSystemGetDriverVersion"));
   nvmlDevice dev = nullptr;
-  if (init && handle && clock && max_clock && init() == 0 && handle(static_cast<unsigned>(device), &dev) == 0) {
+  if (init && handle && clock && max_clock && init() == 0 &&
+      handle(static_cast<unsigned>(device), &dev) == 0) {
     c.available = clock(dev, kClockSm, &c.sm_mhz) == 0 && clock(dev, kClockMem, &c.mem_mhz) == 0;
     max_clock(dev, kClockSm, &c.sm_max_mhz);
     max_clock(dev, kClockMem, &c.mem_max_mhz);

@@ -1,11 +1,11 @@
 #include "engine.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
-
-#include <fmt/format.h>
 
 #include "kernels/backend/backend.hpp"
 
@@ -29,9 +29,9 @@ double packed_bytes(quant::Scheme scheme, int64_t n, int64_t k, int group) {
   const double groups = elems / group;
   double b = elems * quant::scheme_bits(scheme) / 8.0;
   switch (scheme) {
-    case quant::Scheme::Nf4: b += groups * 4; break;        // fp32 absmax
+    case quant::Scheme::Nf4: b += groups * 4; break;         // fp32 absmax
     case quant::Scheme::Int4Asym: b += groups * 2.5; break;  // fp16 scale + a nibble of zero
-    default: b += groups * 2; break;                          // fp16 scale
+    default: b += groups * 2; break;                         // fp16 scale
   }
   return b;
 }
@@ -79,7 +79,8 @@ std::string BenchCase::shape_name() const {
 }
 
 double BenchCase::elements() const {
-  return kind == BenchKind::Copy ? static_cast<double>(copy_bytes) : static_cast<double>(n) * static_cast<double>(k);
+  return kind == BenchKind::Copy ? static_cast<double>(copy_bytes)
+                                 : static_cast<double>(n) * static_cast<double>(k);
 }
 
 double BenchCase::bytes() const {
@@ -111,7 +112,8 @@ BenchStats summarize(std::vector<double> v) {
   return s;
 }
 
-BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s, const std::atomic<bool>* cancel) {
+BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s,
+                 const std::atomic<bool>* cancel) {
   for (int i = 0; i < s.warmup; ++i) target.time_once(s.cold);
   std::vector<double> samples;
   double total = 0, wall = 0;
@@ -206,8 +208,8 @@ std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& 
   return rows;
 }
 
-std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector<BenchCase> cases, BenchSettings s,
-                                                   BenchControl* control) {
+std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector<BenchCase> cases,
+                                                   BenchSettings s, BenchControl* control) {
   return std::async(std::launch::async, [&backend, cases = std::move(cases), s, control] {
     return run_bench(backend, cases, s, control);
   });

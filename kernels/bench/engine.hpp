@@ -11,7 +11,8 @@ namespace dql {
 class Backend;
 
 // Samples one target until the stopping rule holds. `cancel` may stop it early.
-BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s, const std::atomic<bool>* cancel);
+BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s,
+                 const std::atomic<bool>* cancel);
 
 // The device-to-device copy bandwidth (bytes read + written per second) of a backend, measured
 // once per backend per process and cached.
@@ -23,8 +24,8 @@ std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& 
                                 BenchControl* control = nullptr);
 
 // The same on a thread of its own, for front ends that must keep drawing.
-std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector<BenchCase> cases, BenchSettings s,
-                                                   BenchControl* control);
+std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector<BenchCase> cases,
+                                                   BenchSettings s, BenchControl* control);
 
 // The cases `bench` runs when none are named: every dequant recipe at 4096x4096, 8192x8192 and
 // 8192x28672, quant (int8, int4 per group, NF4) and permute at the same shapes.

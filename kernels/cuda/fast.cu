@@ -64,7 +64,9 @@ __device__ void warp_store(uint4* run, uint4* stage, const uint4 (&mine)[P]) {
 struct WarpCodeBook {
   static constexpr bool kTrace = false;
   uint32_t lane_entry;
-  __device__ uint32_t nf4_entry(uint32_t code) const { return __shfl_sync(0xFFFFFFFFu, lane_entry, static_cast<int>(code)); }
+  __device__ uint32_t nf4_entry(uint32_t code) const {
+    return __shfl_sync(0xFFFFFFFFu, lane_entry, static_cast<int>(code));
+  }
 };
 
 // A unit is 8 consecutive elements of a row (one int4 word, two int8 words), written as one
@@ -93,7 +95,8 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
       if constexpr (W == 1) {
         w[j][0] = u < row_units ? __ldcs(a.qwords + row_unit0 + u) : 0u;
       } else {
-        const uint2 x = u < row_units ? __ldcs(reinterpret_cast<const uint2*>(a.qwords) + row_unit0 + u) : make_uint2(0u, 0u);
+        const uint2 x = u < row_units ? __ldcs(reinterpret_cast<const uint2*>(a.qwords) + row_unit0 + u)
+                                      : make_uint2(0u, 0u);
         w[j][0] = x.x, w[j][1] = x.y;
       }
     }
@@ -114,7 +117,8 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
         const uint32_t s = __ldg(a.scales + p);
         const uint32_t s16[8] = {s, s, s, s, s, s, s, s};
 #pragma unroll
-        for (int h = 0; h < W; ++h) quant::convert_word(Id, false, w[j][h], 0u, 0x3F800000u, s16, v + (E / 2) * h);
+        for (int h = 0; h < W; ++h)
+          quant::convert_word(Id, false, w[j][h], 0u, 0x3F800000u, s16, v + (E / 2) * h);
       }
       if (live) __stcs(reinterpret_cast<uint4*>(a.out + n * a.k + k0), make_uint4(v[0], v[1], v[2], v[3]));
     }
@@ -131,6 +135,12 @@ template <int Bits>
 struct FtTile {
   static constexpr __host__ __device__ layouts::FtGeometry geom() { return layouts::FtGeometry{Bits}; }
   static constexpr int E = 32 / Bits, I = Bits == 4 ? 4 : 2, V = 64 / E, RG = Bits == 4 ? 32 : 16;
+  // The (tile of 64 rows, column n) of chunk t: chunks run [column group][tile][column in group].
+  static __device__ void locate(int64_t t, int64_t tiles_k, int64_t& tile, int64_t& n) {
+    const int64_t rem = t % (tiles_k * I);
+    tile = rem / I;
+    n = (t / (tiles_k * I)) * I + rem % I;
+  }
   // Tile-local output column of element e of word j (the row permutation undone).
   static constexpr __host__ __device__ int column(int j, int e) {
     const int kp = j * E + e;
@@ -149,14 +159,14 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
   const int64_t tiles_k = a.k / 64;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (t >= a.n * tiles_k) return;  // whole warps only, when staged
-  const int64_t rem = t % (tiles_k * T::I);
-  const int64_t tile = rem / T::I;
-  const int64_t n = (t / (tiles_k * T::I)) * T::I + rem % T::I;
+  int64_t tile, n;
+  T::locate(t, tiles_k, tile, n);
   uint32_t w[T::V];
   uint4 chunks[T::V / 4];
   if constexpr (Staged) {
     const int64_t t0 = t - threadIdx.x % 32;
-    warp_load<T::V / 4>(reinterpret_cast<const uint4*>(a.qwords + t0 * T::V), stage + (threadIdx.x / 32) * 256, chunks);
+    warp_load<T::V / 4>(reinterpret_cast<const uint4*>(a.qwords + t0 * T::V),
+                        stage + (threadIdx.x / 32) * 256, chunks);
   } else {
     const uint4* src = reinterpret_cast<const uint4*>(a.qwords + t * T::V);
 #pragma unroll
@@ -164,7 +174,8 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
   }
 #pragma unroll
   for (int i = 0; i < T::V / 4; ++i) {
-    w[4 * i] = chunks[i].x, w[4 * i + 1] = chunks[i].y, w[4 * i + 2] = chunks[i].z, w[4 * i + 3] = chunks[i].w;
+    w[4 * i] = chunks[i].x, w[4 * i + 1] = chunks[i].y, w[4 * i + 2] = chunks[i].z,
+          w[4 * i + 3] = chunks[i].w;
   }
   // Every 32-row half of the tile lies in one group (G is a multiple of 32).
   const uint32_t s_lo = __ldg(a.scales + (tile * 64 / a.group) * a.n + n);
@@ -182,20 +193,21 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
   if constexpr (!Staged) {
     uint4* dst = reinterpret_cast<uint4*>(a.out + n * a.k + tile * 64);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
+    for (int i = 0; i < 8; ++i)
+      __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
   } else {
     // Chunk p of lane L sits at L * 8 + (p ^ (L % 8)): conflict-free both ways.
     const int lane = threadIdx.x % 32;
     uint4* mine = stage + (threadIdx.x / 32) * 256;
 #pragma unroll
     for (int p = 0; p < 8; ++p) {
-      mine[lane * 8 + (p ^ (lane % 8))] = make_uint4(out[4 * p], out[4 * p + 1], out[4 * p + 2], out[4 * p + 3]);
+      mine[lane * 8 + (p ^ (lane % 8))] =
+          make_uint4(out[4 * p], out[4 * p + 1], out[4 * p + 2], out[4 * p + 3]);
     }
     __syncwarp();
     constexpr int kTiles = 32 / T::I;  // tiles per warp; each row segment is kTiles * 128 bytes
-    const int64_t t0 = t - lane;
-    const int64_t rem0 = t0 % (tiles_k * T::I);
-    const int64_t n0 = (t0 / (tiles_k * T::I)) * T::I, tile0 = rem0 / T::I;
+    int64_t tile0, n0;  // the warp's first chunk
+    T::locate(t - lane, tiles_k, tile0, n0);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const int s = i * 32 + lane;  // (row, tile, part) order: contiguous in memory
@@ -214,9 +226,9 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
 // and the block then writes 256 rows of 128 bytes, four full lines per warp instruction.
 // Shapes whose N is not a multiple of 256 or K of 64 use the per-thread kernel below it.
 
-constexpr int kAwqRows = 16;                        // rows of K per thread
-constexpr int kAwqTileK = 8 * kAwqRows;              // rows of K per block
-constexpr int kAwqSmem = 256 * kAwqRows * 16;        // 256 output rows of kAwqTileK values
+constexpr int kAwqRows = 16;                   // rows of K per thread
+constexpr int kAwqTileK = 8 * kAwqRows;        // rows of K per block
+constexpr int kAwqSmem = 256 * kAwqRows * 16;  // 256 output rows of kAwqTileK values
 
 __global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs a) {
   extern __shared__ uint4 tile[];  // [256 rows][kAwqRows chunks], chunk index swizzled
@@ -227,7 +239,7 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs
   uint32_t w[kAwqRows];
 #pragma unroll
   for (int i = 0; i < kAwqRows; ++i) w[i] = __ldcs(a.qwords + (k0 + 64 * (i / 8) + 8 * q + i % 8) * cols + c);
-  // Thread q holds rows 64h + 8q + (0..7) for h = 0, 1: two runs of 8 rows, each in one group.
+    // Thread q holds rows 64h + 8q + (0..7) for h = 0, 1: two runs of 8 rows, each in one group.
 #pragma unroll
   for (int h = 0; h < kAwqRows / 8; ++h) {
     const int64_t kr = k0 + 64 * h + 8 * q;
@@ -238,12 +250,14 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs
                              sv.z & 0xFFFFu, sv.z >> 16, sv.w & 0xFFFFu, sv.w >> 16};
     uint32_t v[8][4];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) quant::convert_word(RecipeId::AwqInt4F16, true, w[8 * h + i], zero, 0u, s16, v[i]);
+    for (int i = 0; i < 8; ++i)
+      quant::convert_word(RecipeId::AwqInt4F16, true, w[8 * h + i], zero, 0u, s16, v[i]);
 #pragma unroll
     for (int col = 0; col < 8; ++col) {  // column 8cl + col, rows 64h + 8q .. + 7 of the tile
       const uint32_t sel = (col % 2) ? 0x7632u : 0x5410u;
-      const uint4 x = make_uint4(__byte_perm(v[0][col / 2], v[1][col / 2], sel), __byte_perm(v[2][col / 2], v[3][col / 2], sel),
-                                 __byte_perm(v[4][col / 2], v[5][col / 2], sel), __byte_perm(v[6][col / 2], v[7][col / 2], sel));
+      const uint4 x = make_uint4(
+          __byte_perm(v[0][col / 2], v[1][col / 2], sel), __byte_perm(v[2][col / 2], v[3][col / 2], sel),
+          __byte_perm(v[4][col / 2], v[5][col / 2], sel), __byte_perm(v[6][col / 2], v[7][col / 2], sel));
       const int row = 8 * cl + col, chunk = 8 * h + q;
       tile[row * kAwqRows + (chunk ^ (cl % 8))] = x;
     }
@@ -291,7 +305,8 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
 constexpr int kPerThread = 16;
 
 template <Scheme S>
-__global__ void __launch_bounds__(kThreads) quant_segment_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+__global__ void __launch_bounds__(kThreads)
+    quant_segment_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
   constexpr int kWords = S == Scheme::Int8Sym ? kPerThread / 4 : kPerThread / 8;  // packed words per thread
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   const int64_t total = a.n * a.k / kPerThread;
@@ -356,7 +371,8 @@ int wide_threads(int group) {
 }
 
 template <Scheme S>
-__global__ void __launch_bounds__(kWideMax) quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+__global__ void __launch_bounds__(kWideMax)
+    quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
   const int kThreads = static_cast<int>(blockDim.x);
   __shared__ float partial[kWideMax / 32];
   const int64_t group = blockIdx.x;
@@ -412,7 +428,8 @@ __global__ void __launch_bounds__(kWideMax) quant_wide_kernel(quant::QuantArgs a
       } else {
         uint32_t word = 0;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) word |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFu) << (4 * j);
+        for (int j = 0; j < 8; ++j)
+          word |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFu) << (4 * j);
         __stcs(qwords + first8 + i, word);
       }
     }
@@ -428,19 +445,19 @@ template <int Bits, bool Forward, bool Staged>
 __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
   using T = FtTile<Bits>;
   constexpr uint32_t mask = (1u << Bits) - 1u, bias = 1u << (Bits - 1);
-  constexpr int P = T::V / 4;           // 16-byte chunks per tile and side
-  constexpr int kTiles = 32 / T::I;     // tiles of one row segment in a warp
+  constexpr int P = T::V / 4;        // 16-byte chunks per tile and side
+  constexpr int kTiles = 32 / T::I;  // tiles of one row segment in a warp
   __shared__ uint4 stage[Staged ? kThreads * (P + 1) : 1];
   const int64_t tiles_k = a.k / 64;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (t >= a.n * tiles_k) return;  // whole warps only, when staged
-  const int64_t rem = t % (tiles_k * T::I);
-  const int64_t tile = rem / T::I;
-  const int64_t n = (t / (tiles_k * T::I)) * T::I + rem % T::I;
+  int64_t tile, n;
+  T::locate(t, tiles_k, tile, n);
   const int lane = threadIdx.x % 32;
   uint4* mine = stage + (threadIdx.x / 32) * 32 * (P + 1);
-  const int64_t t0 = t - lane, rem0 = t0 % (tiles_k * T::I);
-  const int64_t n0 = (t0 / (tiles_k * T::I)) * T::I, tile0 = rem0 / T::I;
+  const int64_t t0 = t - lane;
+  int64_t tile0, n0;  // the warp's first chunk
+  T::locate(t0, tiles_k, tile0, n0);
   // Plain chunk s of the warp in memory order: its first word, and the lane and part owning it.
   struct PlainChunk {
     int64_t word;
@@ -469,7 +486,8 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
     uint4 c[P];
     warp_load<P>(reinterpret_cast<const uint4*>(a.in + t0 * T::V), mine, c);
 #pragma unroll
-    for (int i = 0; i < P; ++i) in[4 * i] = c[i].x, in[4 * i + 1] = c[i].y, in[4 * i + 2] = c[i].z, in[4 * i + 3] = c[i].w;
+    for (int i = 0; i < P; ++i)
+      in[4 * i] = c[i].x, in[4 * i + 1] = c[i].y, in[4 * i + 2] = c[i].z, in[4 * i + 3] = c[i].w;
   } else {
     const uint4* src = reinterpret_cast<const uint4*>(a.in + (Forward ? plain_at : ft_at));
 #pragma unroll
@@ -484,7 +502,8 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
   for (int j = 0; j < T::V; ++j) {
 #pragma unroll
     for (int d = 0; d < T::E; ++d) {
-      const int col = T::column(j, layouts::ft_slot_element(T::geom(), d));  // FT word j, slot d <-> plain column col
+      const int col =
+          T::column(j, layouts::ft_slot_element(T::geom(), d));  // FT word j, slot d <-> plain column col
       if constexpr (Forward) {
         const uint32_t v = (in[col / T::E] >> (Bits * (col % T::E))) & mask;
         out[j] |= ((v + bias) & mask) << (Bits * d);
@@ -496,7 +515,8 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
   }
   if (!Forward && Staged) {
 #pragma unroll
-    for (int i = 0; i < P; ++i) mine[lane * (P + 1) + i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
+    for (int i = 0; i < P; ++i)
+      mine[lane * (P + 1) + i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
     __syncwarp();
 #pragma unroll
     for (int i = 0; i < P; ++i) {
@@ -511,7 +531,8 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
   } else {
     uint4* dst = reinterpret_cast<uint4*>(a.out + (Forward ? ft_at : plain_at));
 #pragma unroll
-    for (int i = 0; i < P; ++i) __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
+    for (int i = 0; i < P; ++i)
+      __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
   }
 }
 
@@ -531,13 +552,13 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
         while ((1 << shift) < a.group) ++shift;
       }
       switch (a.recipe) {
-#define DQL_PLAIN(ID)                                                                       \
-  case R::ID:                                                                               \
-    if (units == 8) {                                                                       \
-      dequant_plain_kernel<R::ID, 8><<<grid, kThreads>>>(a, shift);                         \
-    } else {                                                                                \
-      dequant_plain_kernel<R::ID, 4><<<grid, kThreads>>>(a, shift);                         \
-    }                                                                                       \
+#define DQL_PLAIN(ID)                                               \
+  case R::ID:                                                       \
+    if (units == 8) {                                               \
+      dequant_plain_kernel<R::ID, 8><<<grid, kThreads>>>(a, shift); \
+    } else {                                                        \
+      dequant_plain_kernel<R::ID, 4><<<grid, kThreads>>>(a, shift); \
+    }                                                               \
     break;
         DQL_PLAIN(CutlassInt4F16)
         DQL_PLAIN(CutlassInt8F16)
@@ -554,13 +575,13 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
       const int tiles_per_warp = quant::scheme_bits(a.scheme) == 4 ? 8 : 16;
       const bool staged = (a.k / 64) % tiles_per_warp == 0;
       switch (a.recipe) {
-#define DQL_FT(ID)                                                  \
-  case R::ID:                                                       \
-    if (staged) {                                                   \
-      dequant_ft_kernel<R::ID, true><<<g, kThreads>>>(a);           \
-    } else {                                                        \
-      dequant_ft_kernel<R::ID, false><<<g, kThreads>>>(a);          \
-    }                                                               \
+#define DQL_FT(ID)                                         \
+  case R::ID:                                              \
+    if (staged) {                                          \
+      dequant_ft_kernel<R::ID, true><<<g, kThreads>>>(a);  \
+    } else {                                               \
+      dequant_ft_kernel<R::ID, false><<<g, kThreads>>>(a); \
+    }                                                      \
     break;
         DQL_FT(FtInt4F16)
         DQL_FT(FtInt4Bf16)
@@ -573,10 +594,12 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
     }
     case quant::Layout::Awq:
       if (a.n % 256 == 0 && a.k % kAwqTileK == 0) {
-        static const cudaError_t raised =
-            cudaFuncSetAttribute(dequant_awq_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kAwqSmem);
-        if (raised != cudaSuccess) return std::string("dequantize could not be set up: ") + cudaGetErrorString(raised);
-        dequant_awq_tiled_kernel<<<static_cast<unsigned>((a.n / 256) * (a.k / kAwqTileK)), kThreads, kAwqSmem>>>(a);
+        static const cudaError_t raised = cudaFuncSetAttribute(
+            dequant_awq_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kAwqSmem);
+        if (raised != cudaSuccess)
+          return std::string("dequantize could not be set up: ") + cudaGetErrorString(raised);
+        dequant_awq_tiled_kernel<<<static_cast<unsigned>((a.n / 256) * (a.k / kAwqTileK)), kThreads,
+                                   kAwqSmem>>>(a);
       } else {
         dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
       }
@@ -589,13 +612,13 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
   const bool wide = a.group > 256;
   const unsigned g = wide ? static_cast<unsigned>(a.n * (a.k / a.group)) : blocks_for(a.n * a.k / kPerThread);
   switch (a.scheme) {
-#define DQL_QUANT(S)                                                                          \
-  case Scheme::S:                                                                             \
-    if (wide) {                                                                               \
-      quant_wide_kernel<Scheme::S><<<g, wide_threads(a.group)>>>(a, qwords, scales);                       \
-    } else {                                                                                  \
-      quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);                    \
-    }                                                                                         \
+#define DQL_QUANT(S)                                                                 \
+  case Scheme::S:                                                                    \
+    if (wide) {                                                                      \
+      quant_wide_kernel<Scheme::S><<<g, wide_threads(a.group)>>>(a, qwords, scales); \
+    } else {                                                                         \
+      quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);           \
+    }                                                                                \
     break;
     DQL_QUANT(Int8Sym)
     DQL_QUANT(Int4Sym)
@@ -609,7 +632,7 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 std::string fast_permute(const PermuteArgs& a, bool forward, bool wait) {
   const unsigned g = blocks_for(a.n * (a.k / 64));
   const bool staged = (a.k / 64) % (a.bits == 4 ? 8 : 16) == 0;
-#define DQL_PERMUTE(B, F)                                                                         \
+#define DQL_PERMUTE(B, F) \
   (staged ? permute_kernel<B, F, true><<<g, kThreads>>>(a) : permute_kernel<B, F, false><<<g, kThreads>>>(a))
   if (a.bits == 4) {
     forward ? DQL_PERMUTE(4, true) : DQL_PERMUTE(4, false);

@@ -1,10 +1,9 @@
-#include "launch.hpp"
-
 #include <cuda_runtime.h>
 
 #include <initializer_list>
 
 #include "kernels/recipes/reference.hpp"
+#include "launch.hpp"
 
 namespace dql::cuda {
 
@@ -71,7 +70,8 @@ struct DeviceRecorder {
   }
 };
 
-__global__ void trace_kernel(recipes::RecipeId id, uint32_t reg, uint32_t absmax, uint32_t* values, int* count) {
+__global__ void trace_kernel(recipes::RecipeId id, uint32_t reg, uint32_t absmax, uint32_t* values,
+                             int* count) {
   recipes::Exec<DeviceRecorder> x{DeviceRecorder{values, 0}};
   const uint32_t in[2] = {reg, absmax};
   uint32_t out[4];
@@ -83,7 +83,8 @@ template <recipes::RecipeId Id>
 __global__ void verify_kernel(unsigned long long* counts) {
   constexpr int kElems = recipes::recipe_elems(Id);
   const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
-  for (uint64_t r = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; r < (1ull << 32); r += stride) {
+  for (uint64_t r = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; r < (1ull << 32);
+       r += stride) {
     const uint32_t in[2] = {static_cast<uint32_t>(r), 0x3F800000u};
     uint32_t out[4];
     recipes::Exec<recipes::NoTrace> x;

@@ -1,6 +1,6 @@
-// Thin launchers over the per-item CUDA kernels (the fast kernels are in fast.hpp). Arguments hold device pointers; each launcher checks
-// the launch and, when `wait` is set, waits for the kernel, returning an empty string or what
-// went wrong. Without `wait` the work is queued on the default stream (the benchmarks).
+// Thin launchers over the per-item CUDA kernels (the fast kernels are in fast.hpp). Arguments hold device
+// pointers; each launcher checks the launch and, when `wait` is set, waits for the kernel, returning an empty
+// string or what went wrong. Without `wait` the work is queued on the default stream (the benchmarks).
 #pragma once
 
 #include <string>

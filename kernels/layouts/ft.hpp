@@ -19,9 +19,9 @@
 namespace dql::layouts {
 
 struct FtGeometry {
-  int bits;  // 4 or 8
-  DQL_HD constexpr int per_word() const { return 32 / bits; }             // E
-  DQL_HD constexpr int interleave() const { return bits == 4 ? 4 : 2; }   // I
+  int bits;                                                                // 4 or 8
+  DQL_HD constexpr int per_word() const { return 32 / bits; }              // E
+  DQL_HD constexpr int interleave() const { return bits == 4 ? 4 : 2; }    // I
   DQL_HD constexpr int words_per_tile() const { return 64 / per_word(); }  // V
   DQL_HD constexpr int row_group() const { return bits == 4 ? 32 : 16; }
 };

@@ -1,10 +1,10 @@
 #include "files.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 namespace dql {
 
@@ -50,8 +50,8 @@ std::vector<T> values_of(const Tensor& t) {
 
 void expect(const Tensor& t, DType dt, size_t dims, const std::string& path, const std::string& wanted) {
   if (t.dtype != dt || t.shape.size() != dims) {
-    throw Error(fmt::format("'{}' is {} [{}], but this format stores {}", path, dtype_name(t.dtype), t.shape_text(),
-                            wanted));
+    throw Error(fmt::format("'{}' is {} [{}], but this format stores {}", path, dtype_name(t.dtype),
+                            t.shape_text(), wanted));
   }
 }
 
@@ -78,7 +78,8 @@ PackedFile read_plain_packed(const std::string& path, int bits) {
     expect(t, DType::I8, 2, path, "int8 [N, K] for plain int8");
     p.n = t.shape[0], p.k = t.shape[1];
   } else {
-    expect(t, DType::U8, 2, path, "uint8 [N, K / 2] for plain int4 (two elements a byte, the first in the low nibble)");
+    expect(t, DType::U8, 2, path,
+           "uint8 [N, K / 2] for plain int4 (two elements a byte, the first in the low nibble)");
     p.n = t.shape[0], p.k = 2 * t.shape[1];
   }
   if (p.k % 8 != 0) throw Error(fmt::format("'{}' has K = {}; K must be a multiple of 8", path, p.k));
@@ -89,11 +90,13 @@ PackedFile read_plain_packed(const std::string& path, int bits) {
 PackedFile read_ft_packed(const std::string& path, int bits) {
   const Tensor t = read_npy(path);
   const int64_t inter = bits == 4 ? 4 : 2;
-  expect(t, DType::U8, 2, path, fmt::format("uint8 [N / {0}, K * {0} * {1} / 8] for the int{1} mixed-GEMM layout", inter, bits));
+  expect(t, DType::U8, 2, path,
+         fmt::format("uint8 [N / {0}, K * {0} * {1} / 8] for the int{1} mixed-GEMM layout", inter, bits));
   PackedFile p;
   p.n = t.shape[0] * inter;
   p.k = t.shape[1] * 8 / (inter * bits);
-  if (t.shape[1] * 8 % (inter * bits) != 0) throw Error(fmt::format("'{}' has a row length that no K gives", path));
+  if (t.shape[1] * 8 % (inter * bits) != 0)
+    throw Error(fmt::format("'{}' has a row length that no K gives", path));
   p.words = words_of_bytes(t);
   return p;
 }
@@ -114,7 +117,8 @@ void save_quantized(const std::string& dir, const QuantizedMatrix& q) {
   } else {
     files.emplace_back("scales.npy", tensor_of(DType::F16, {groups, n}, q.scales));
   }
-  if (q.spec.layout == Layout::Awq) files.emplace_back("zeros.npy", tensor_of(DType::I32, {groups, n / 8}, q.qzeros));
+  if (q.spec.layout == Layout::Awq)
+    files.emplace_back("zeros.npy", tensor_of(DType::I32, {groups, n / 8}, q.qzeros));
 
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -149,7 +153,8 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
     q.k = t.shape[0], q.n = t.shape[1] * 8;
     q.qwords = values_of<uint32_t>(t);
   } else {
-    const PackedFile p = spec.layout == Layout::Ft ? read_ft_packed(qpath, bits) : read_plain_packed(qpath, bits);
+    const PackedFile p =
+        spec.layout == Layout::Ft ? read_ft_packed(qpath, bits) : read_plain_packed(qpath, bits);
     q.n = p.n, q.k = p.k, q.qwords = p.words;
   }
   int64_t groups;
@@ -157,7 +162,8 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
     params_path = (fs::path(dir) / "absmax.npy").string();
     params = read_npy(params_path);
     expect(params, DType::F32, 2, params_path, "float32 [N, K / blocksize] (NF4 absmax)");
-    if (params.shape[0] != q.n) throw Error(fmt::format("'{}' has {} rows; qweight.npy has N = {}", params_path, params.shape[0], q.n));
+    if (params.shape[0] != q.n)
+      throw Error(fmt::format("'{}' has {} rows; qweight.npy has N = {}", params_path, params.shape[0], q.n));
     groups = params.shape[1];
     q.absmax = values_of<float>(params);
   } else {
@@ -167,16 +173,19 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
     expect(params, DType::F16, 2, params_path, by_row ? "float16 [N, K / G]" : "float16 [K / G, N]");
     const int64_t nn = by_row ? params.shape[0] : params.shape[1];
     groups = by_row ? params.shape[1] : params.shape[0];
-    if (nn != q.n) throw Error(fmt::format("'{}' covers N = {} columns; qweight.npy has N = {}", params_path, nn, q.n));
+    if (nn != q.n)
+      throw Error(fmt::format("'{}' covers N = {} columns; qweight.npy has N = {}", params_path, nn, q.n));
     q.scales = values_of<uint16_t>(params);
   }
   if (groups < 1 || q.k % groups != 0) {
-    throw Error(fmt::format("'{}' has {} groups per row, which does not divide K = {}", params_path, groups, q.k));
+    throw Error(
+        fmt::format("'{}' has {} groups per row, which does not divide K = {}", params_path, groups, q.k));
   }
   const int group = static_cast<int>(q.k / groups);
   if (spec.group != 0 && spec.group != group) {
-    throw Error(fmt::format("the files hold groups of {} along K, not {}: drop --group / --blocksize or give {}", group,
-                            spec.group, group));
+    throw Error(
+        fmt::format("the files hold groups of {} along K, not {}: drop --group / --blocksize or give {}",
+                    group, spec.group, group));
   }
   q.spec.group = group;
   check_quant_shape(q.spec, q.n, q.k);
@@ -185,7 +194,8 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
     const Tensor z = read_npy(zpath);
     expect(z, DType::I32, 2, zpath, "int32 [K / G, N / 8] (AWQ qzeros)");
     if (z.shape[0] != groups || z.shape[1] * 8 != q.n) {
-      throw Error(fmt::format("'{}' is [{}], but the weights need [{}, {}]", zpath, z.shape_text(), groups, q.n / 8));
+      throw Error(
+          fmt::format("'{}' is [{}], but the weights need [{}, {}]", zpath, z.shape_text(), groups, q.n / 8));
     }
     q.qzeros = values_of<uint32_t>(z);
   }

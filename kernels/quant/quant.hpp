@@ -137,12 +137,12 @@ DQL_HD int nf4_code_of(float w, float amax, float inv) { return amax > 0.0f ? nf
 struct QuantArgs {
   Scheme scheme;
   int64_t n, k;
-  int group;           // G (sym / asym) or the NF4 blocksize
-  const float* w;      // [N, K]
-  int8_t* codes;       // [N, K]: signed values (sym), 0..15 (asym, NF4)
-  uint16_t* scales;    // [N, K / G] fp16 (sym, asym)
-  uint8_t* zeros;      // [N, K / G] (asym)
-  float* absmax;       // [N, K / B] (NF4)
+  int group;         // G (sym / asym) or the NF4 blocksize
+  const float* w;    // [N, K]
+  int8_t* codes;     // [N, K]: signed values (sym), 0..15 (asym, NF4)
+  uint16_t* scales;  // [N, K / G] fp16 (sym, asym)
+  uint8_t* zeros;    // [N, K / G] (asym)
+  float* absmax;     // [N, K / B] (NF4)
 };
 
 DQL_HD int64_t quant_items(const QuantArgs& a) { return a.n * (a.k / a.group); }
@@ -202,12 +202,12 @@ struct PackArgs {
   Layout layout;  // Plain or Awq (Ft is plain packing followed by the FT permutation)
   int64_t n, k;
   int group;
-  const int8_t* codes;    // [N, K]
-  const uint16_t* scales; // [N, K / G]
-  const uint8_t* zeros;   // [N, K / G]
+  const int8_t* codes;     // [N, K]
+  const uint16_t* scales;  // [N, K / G]
+  const uint8_t* zeros;    // [N, K / G]
   uint32_t* qwords;
-  uint16_t* scales_out;   // plain: [N, K / G]; awq / ft: [K / G, N]
-  uint32_t* qzeros;       // awq: int32 [K / G, N / 8]
+  uint16_t* scales_out;  // plain: [N, K / G]; awq / ft: [K / G, N]
+  uint32_t* qzeros;      // awq: int32 [K / G, N / 8]
 };
 
 DQL_HD int64_t pack_items(const PackArgs& a) { return a.n * a.k * scheme_bits(a.scheme) / 32; }
@@ -245,7 +245,8 @@ DQL_HD void pack_params(const PackArgs& a, int64_t item) {
   if (a.layout == Layout::Awq && row % 8 == 0) {
     uint32_t word = 0;
     for (int p = 0; p < 8; ++p) {
-      word |= (static_cast<uint32_t>(a.zeros[(row + awq_column_of_nibble(p)) * groups + g]) & 0xFu) << (4 * p);
+      word |= (static_cast<uint32_t>(a.zeros[(row + awq_column_of_nibble(p)) * groups + g]) & 0xFu)
+              << (4 * p);
     }
     a.qzeros[g * (a.n / 8) + row / 8] = word;
   }
@@ -341,10 +342,8 @@ DQL_HD void convert_word(recipes::RecipeId recipe, bool awq, uint32_t word, uint
     } else if (recipes::recipe_out(recipe) == recipes::OutType::F16) {
       v[r] = bits::mul_f16x2(q[r], bits::pack16(s16[2 * r], s16[2 * r + 1]));
     } else {  // bf16: the exact product in fp32, rounded once to bf16
-      const uint32_t lo =
-          bits::mul_f32(bits::lo16(q[r]) << 16, bits::cvt_f32_f16(s16[2 * r]));
-      const uint32_t hi =
-          bits::mul_f32(bits::hi16(q[r]) << 16, bits::cvt_f32_f16(s16[2 * r + 1]));
+      const uint32_t lo = bits::mul_f32(bits::lo16(q[r]) << 16, bits::cvt_f32_f16(s16[2 * r]));
+      const uint32_t hi = bits::mul_f32(bits::hi16(q[r]) << 16, bits::cvt_f32_f16(s16[2 * r + 1]));
       v[r] = bits::cvt_bf16x2_f32(hi, lo);
     }
   }
@@ -381,7 +380,8 @@ DQL_HD void dequant_word(const DequantArgs& a, int64_t w) {
   uint32_t v[4];
   convert_word(a.recipe, a.layout == Layout::Awq, a.qwords[w], zero, absmax, s16, v);
   for (int i = 0; i < e; ++i) {
-    a.out[row[i] * a.k + col[i]] = static_cast<uint16_t>((i % 2) ? bits::hi16(v[i / 2]) : bits::lo16(v[i / 2]));
+    a.out[row[i] * a.k + col[i]] =
+        static_cast<uint16_t>((i % 2) ? bits::hi16(v[i / 2]) : bits::lo16(v[i / 2]));
   }
 }
 

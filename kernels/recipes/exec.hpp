@@ -7,11 +7,11 @@
 //   Exec<Tracer>   - host only (trace.hpp): every intermediate register, for explain and the GUI.
 #pragma once
 
+#include <concepts>
+
 #include "../bits/arith.hpp"
 #include "../bits/lop3.hpp"
 #include "../bits/prmt.hpp"
-
-#include <concepts>
 
 namespace dql::recipes {
 

@@ -300,8 +300,8 @@ DQL_HD void nf4_fp16(X& x, const uint32_t* in, uint32_t* out) {
     const Reg c = x.bfe_u32(names_c[e], q, pos, 4,
                             (e % 2) ? "low nibble of the byte: the odd element's code"
                                     : "high nibble of the byte: the even element's code");
-    v[e] = x.lookup_f32(names_v[e], "nf4", c, [](uint32_t i) { return nf4_code_bits(i); },
-                        "the code book value, in [-1, 1]");
+    v[e] = x.lookup_f32(
+        names_v[e], "nf4", c, [](uint32_t i) { return nf4_code_bits(i); }, "the code book value, in [-1, 1]");
     v[e] = x.mul_f32(names_v[e], v[e], absmax, "times the block's absmax, rounded to fp32");
   }
   constexpr const char* names_h[4] = {"h0", "h1", "h2", "h3"};

@@ -17,8 +17,9 @@ DQL_HD uint32_t reference_bits(RecipeId id, uint32_t reg, uint32_t absmax, int e
     case Encoding::Biased: v = field - half; break;
     case Encoding::TwosComp: v = field >= half ? field - 2 * half : field; break;
     case Encoding::Nf4Code:
-      return bits::soft_convert(bits::kF16, bits::kF32,
-                                bits::soft_mul(bits::kF32, nf4_code_bits(static_cast<uint32_t>(field)), absmax));
+      return bits::soft_convert(
+          bits::kF16, bits::kF32,
+          bits::soft_mul(bits::kF32, nf4_code_bits(static_cast<uint32_t>(field)), absmax));
     case Encoding::Unsigned: break;
   }
   if (recipe_out(id) == OutType::F16) return bits::soft_from_int(bits::kF16, v);

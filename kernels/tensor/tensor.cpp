@@ -1,15 +1,14 @@
 #include "tensor.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
-
-#include <nlohmann/json.hpp>
 
 #include "kernels/bits/float.hpp"
 
@@ -76,7 +75,7 @@ struct NpyType {
   DType dtype;
 };
 // '|V2' is how numpy saves 2-byte values it has no type for (ml_dtypes' bfloat16).
-constexpr NpyType kNpyTypes[] = {{"<f4", DType::F32}, {"<f2", DType::F16}, {"<V2", DType::BF16},
+constexpr NpyType kNpyTypes[] = {{"<f4", DType::F32},  {"<f2", DType::F16}, {"<V2", DType::BF16},
                                  {"|V2", DType::BF16}, {"<f8", DType::F64}, {"<i4", DType::I32},
                                  {"<u4", DType::U32},  {"|i1", DType::I8},  {"|u1", DType::U8}};
 
@@ -142,9 +141,10 @@ Tensor read_npy(const std::string& path) {
     if (descr == n.descr) t.dtype = n.dtype, known = true;
   }
   if (!known) {
-    throw Error(fmt::format("'{}' holds dtype '{}'; readable are float32, float16, bfloat16 (|V2), float64, "
-                            "int32, uint32, int8 and uint8, little-endian",
-                            path, descr));
+    throw Error(
+        fmt::format("'{}' holds dtype '{}'; readable are float32, float16, bfloat16 (|V2), float64, "
+                    "int32, uint32, int8 and uint8, little-endian",
+                    path, descr));
   }
   if (order.find("True") != std::string::npos) {
     throw Error(fmt::format("'{}' is in Fortran order; save it in C order (np.ascontiguousarray)", path));
@@ -173,13 +173,22 @@ void write_npy(const std::string& path, const Tensor& t) {
   for (size_t i = 0; i < t.shape.size(); ++i) shape += std::to_string(t.shape[i]) + ",";
   if (t.shape.size() > 1) shape.pop_back();
   shape += ")";
-  std::string h = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t.dtype), shape);
+  std::string h =
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t.dtype), shape);
   const size_t total = 10 + h.size() + 1;
   h.append((64 - total % 64) % 64, ' ');
   h += '\n';
   std::ofstream f(path, std::ios::binary);
   if (!f) throw Error(fmt::format("cannot write '{}': check that its folder exists and is writable", path));
-  const char head[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(h.size() & 0xFF),
+  const char head[10] = {'\x93',
+                         'N',
+                         'U',
+                         'M',
+                         'P',
+                         'Y',
+                         1,
+                         0,
+                         static_cast<char>(h.size() & 0xFF),
                          static_cast<char>(h.size() >> 8)};
   f.write(head, 10);
   f.write(h.data(), static_cast<std::streamsize>(h.size()));
@@ -218,14 +227,16 @@ SafeHeader read_safe_header(const std::string& path) {
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | s.bytes[static_cast<size_t>(i)];
   if (n > s.bytes.size() - 8) {
-    throw Error(fmt::format("'{}' is not a .safetensors file: its header length {} runs past the end", path, n));
+    throw Error(
+        fmt::format("'{}' is not a .safetensors file: its header length {} runs past the end", path, n));
   }
   try {
     s.json = nlohmann::json::parse(s.bytes.begin() + 8, s.bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
   } catch (const nlohmann::json::exception&) {
     throw Error(fmt::format("'{}' is not a .safetensors file: its header is not JSON", path));
   }
-  if (!s.json.is_object()) throw Error(fmt::format("'{}' has a .safetensors header that is not an object", path));
+  if (!s.json.is_object())
+    throw Error(fmt::format("'{}' has a .safetensors header that is not an object", path));
   s.data_at = 8 + n;
   return s;
 }
@@ -256,13 +267,21 @@ Tensor read_safetensors(const std::string& path, const std::string& name) {
   const auto& e = s.json[name];
   Tensor t;
   const std::string dt = e.value("dtype", "");
-  if (dt == "F32") t.dtype = DType::F32;
-  else if (dt == "F16") t.dtype = DType::F16;
-  else if (dt == "BF16") t.dtype = DType::BF16;
-  else if (dt == "I32") t.dtype = DType::I32;
-  else if (dt == "I8") t.dtype = DType::I8;
-  else if (dt == "U8") t.dtype = DType::U8;
-  else throw Error(fmt::format("tensor '{}' in '{}' has dtype {}; readable are F32, F16, BF16, I32, I8 and U8", name, path, dt));
+  if (dt == "F32")
+    t.dtype = DType::F32;
+  else if (dt == "F16")
+    t.dtype = DType::F16;
+  else if (dt == "BF16")
+    t.dtype = DType::BF16;
+  else if (dt == "I32")
+    t.dtype = DType::I32;
+  else if (dt == "I8")
+    t.dtype = DType::I8;
+  else if (dt == "U8")
+    t.dtype = DType::U8;
+  else
+    throw Error(fmt::format("tensor '{}' in '{}' has dtype {}; readable are F32, F16, BF16, I32, I8 and U8",
+                            name, path, dt));
   try {
     t.shape = e.at("shape").get<std::vector<int64_t>>();
     const auto off = e.at("data_offsets").get<std::vector<uint64_t>>();
@@ -272,8 +291,10 @@ Tensor read_safetensors(const std::string& path, const std::string& name) {
     t.data.assign(s.bytes.begin() + static_cast<std::ptrdiff_t>(s.data_at + off[0]),
                   s.bytes.begin() + static_cast<std::ptrdiff_t>(s.data_at + off[1]));
   } catch (const std::exception&) {
-    throw Error(fmt::format("tensor '{}' in '{}' has a broken entry: its shape, dtype and data offsets disagree "
-                            "or run past the end of the file", name, path));
+    throw Error(
+        fmt::format("tensor '{}' in '{}' has a broken entry: its shape, dtype and data offsets disagree "
+                    "or run past the end of the file",
+                    name, path));
   }
   return t;
 }
@@ -290,7 +311,8 @@ Tensor to_f32_matrix(const Tensor& t, const std::string& what) {
   switch (t.dtype) {
     case DType::F32: std::memcpy(o, t.data.data(), t.data.size()); break;
     case DType::F16:
-      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(bits::to_double(t.as<uint16_t>()[i], bits::kF16));
+      for (int64_t i = 0; i < n; ++i)
+        o[i] = static_cast<float>(bits::to_double(t.as<uint16_t>()[i], bits::kF16));
       break;
     case DType::BF16:
       for (int64_t i = 0; i < n; ++i) {
@@ -304,8 +326,9 @@ Tensor to_f32_matrix(const Tensor& t, const std::string& what) {
   }
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(o[i])) {
-      throw Error(fmt::format("{} holds a non-finite value at element {} (row {}, column {}); weights must be finite",
-                              what, i, i / t.shape[1], i % t.shape[1]));
+      throw Error(
+          fmt::format("{} holds a non-finite value at element {} (row {}, column {}); weights must be finite",
+                      what, i, i / t.shape[1], i % t.shape[1]));
     }
   }
   return out;

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "gpu_kernels.hpp"
+#include "kernels/backend/backend.hpp"
 #include "kernels/bits/arith.hpp"
 #include "kernels/bits/lop3.hpp"
 #include "kernels/bits/prmt.hpp"
-#include "kernels/backend/backend.hpp"
 #include "kernels/recipes/catalog.hpp"
 
 using namespace dql;
@@ -207,7 +207,8 @@ TEST_CASE("every recipe on the device equals the host, 2^26 registers each") {
   }
 }
 
-TEST_CASE("whole matrices: the CUDA backend equals the CPU twin for quant, every dequant recipe and permute") {
+TEST_CASE(
+    "whole matrices: the CUDA backend equals the CPU twin for quant, every dequant recipe and permute") {
   std::string why;
   auto gpu = make_cuda_backend(&why);
   REQUIRE_MESSAGE(gpu != nullptr, why);
@@ -218,14 +219,20 @@ TEST_CASE("whole matrices: the CUDA backend equals the CPU twin for quant, every
   if (kInputs >= (size_t{1} << 26)) shapes.push_back({4096, 4096});
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(n + k), n, k);
-    const QuantSpec specs[] = {{Scheme::Int8Sym, Layout::Plain, static_cast<int>(k)}, {Scheme::Int8Sym, Layout::Plain, 128},
-                               {Scheme::Int8Sym, Layout::Ft, 64},      {Scheme::Int4Sym, Layout::Plain, 32},
-                               {Scheme::Int4Sym, Layout::Ft, 128},     {Scheme::Int4Sym, Layout::Ft, static_cast<int>(k)},
-                               {Scheme::Int4Asym, Layout::Awq, 64},    {Scheme::Int4Asym, Layout::Awq, 128},
-                               {Scheme::Nf4, Layout::Plain, 64},       {Scheme::Nf4, Layout::Plain, 512}};
+    const QuantSpec specs[] = {{Scheme::Int8Sym, Layout::Plain, static_cast<int>(k)},
+                               {Scheme::Int8Sym, Layout::Plain, 128},
+                               {Scheme::Int8Sym, Layout::Ft, 64},
+                               {Scheme::Int4Sym, Layout::Plain, 32},
+                               {Scheme::Int4Sym, Layout::Ft, 128},
+                               {Scheme::Int4Sym, Layout::Ft, static_cast<int>(k)},
+                               {Scheme::Int4Asym, Layout::Awq, 64},
+                               {Scheme::Int4Asym, Layout::Awq, 128},
+                               {Scheme::Nf4, Layout::Plain, 64},
+                               {Scheme::Nf4, Layout::Plain, 512}};
     for (const QuantSpec& s : specs) {
       const QuantizedMatrix a = gpu->quantize(w, s), b = cpu->quantize(w, s);
-      const bool same = a.qwords == b.qwords && a.scales == b.scales && a.qzeros == b.qzeros && a.absmax == b.absmax;
+      const bool same =
+          a.qwords == b.qwords && a.scales == b.scales && a.qzeros == b.qzeros && a.absmax == b.absmax;
       std::printf("%5lldx%-5lld scheme %d layout %d group %4d: quant %s", static_cast<long long>(n),
                   static_cast<long long>(k), static_cast<int>(s.scheme), static_cast<int>(s.layout), s.group,
                   same ? "same" : "DIFFERENT");
@@ -272,7 +279,8 @@ TEST_CASE("verify: every recipe on all 2^32 registers") {
   for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
     const VerifyResult r = gpu->verify(info.spec->id);
     std::printf("verify %-18s %llu registers, %llu mismatches, %.3f s\n", info.spec->name,
-                static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.mismatches), r.seconds);
+                static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.mismatches),
+                r.seconds);
     CHECK(r.exhaustive);
     CHECK(r.mismatches == 0);
   }
