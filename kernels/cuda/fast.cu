@@ -77,6 +77,22 @@ int units_for_row(int64_t row_units) { return row_units >= 2048 ? 8 : 4; }
 
 // The grid is 2-D (units of a row, rows), so no thread divides a 64-bit index: the row comes from
 // blockIdx.y, the group from a shift (G is a power of two) or is 0 (one scale per row).
+// Entry (lane % 16) of the NF4 code book, picked by selects on the lane's bits rather than by a
+// switch (which would diverge sixteen ways at the start of every thread).
+__device__ uint32_t lane_code_book_entry() {
+  const uint32_t l = threadIdx.x & 15u;
+  uint32_t e[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) e[i] = recipes::nf4_code_bits(static_cast<uint32_t>(i));
+#pragma unroll
+  for (int bit = 0, width = 16; bit < 4; ++bit) {
+    width /= 2;
+#pragma unroll
+    for (int i = 0; i < width; ++i) e[i] = ((l >> (3 - bit)) & 1u) ? e[i + width] : e[i];
+  }
+  return e[0];
+}
+
 template <RecipeId Id, int kUnits>
 __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int group_shift) {
   constexpr int E = recipes::recipe_elems(Id);
@@ -85,7 +101,7 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
   const uint32_t row_units = static_cast<uint32_t>(a.k / 8);
   const uint32_t base = blockIdx.x * (kUnits * kThreads) + threadIdx.x;
   const uint32_t groups = static_cast<uint32_t>(a.k / a.group);
-  const WarpCodeBook book{recipes::nf4_code_bits(threadIdx.x & 15u)};
+  const WarpCodeBook book{lane_code_book_entry()};
   for (int64_t n = blockIdx.y; n < a.n; n += gridDim.y) {
     const int64_t row_unit0 = n * row_units;
     uint32_t w[kUnits][W];
@@ -373,19 +389,33 @@ int wide_threads(int group) {
 template <Scheme S>
 __global__ void __launch_bounds__(kWideMax)
     quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+  // A thread keeps its first kHeld runs of 8 values in registers, so the second pass reads
+  // memory only for groups wider than kHeld * 8 * kWideMax (32768) elements.
+  constexpr int kHeld = 4;
   const int kThreads = static_cast<int>(blockDim.x);
   __shared__ float partial[kWideMax / 32];
   const int64_t group = blockIdx.x;
   const int64_t first8 = group * (a.group / 8);  // in units of 8 elements
   const int64_t count8 = a.group / 8;
   const float4* src = reinterpret_cast<const float4*>(a.w) + 2 * first8;
+  const auto load = [&](int64_t i, float (&x)[8]) {
+    const float4 p = __ldcs(src + 2 * i), q = __ldcs(src + 2 * i + 1);
+    x[0] = p.x, x[1] = p.y, x[2] = p.z, x[3] = p.w, x[4] = q.x, x[5] = q.y, x[6] = q.z, x[7] = q.w;
+  };
+  float held[kHeld][8] = {};
   float amax = 0.0f;
-  for (int64_t i = threadIdx.x; i < count8; i += kThreads) {
-    const float4 p = src[2 * i], q = src[2 * i + 1];
-    amax = quant::max_abs(amax, p.x), amax = quant::max_abs(amax, p.y);
-    amax = quant::max_abs(amax, p.z), amax = quant::max_abs(amax, p.w);
-    amax = quant::max_abs(amax, q.x), amax = quant::max_abs(amax, q.y);
-    amax = quant::max_abs(amax, q.z), amax = quant::max_abs(amax, q.w);
+#pragma unroll
+  for (int h = 0; h < kHeld; ++h) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(h) * kThreads;
+    if (i < count8) load(i, held[h]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) amax = quant::max_abs(amax, held[h][e]);
+  }
+  for (int64_t i = threadIdx.x + static_cast<int64_t>(kHeld) * kThreads; i < count8; i += kThreads) {
+    float x[8];
+    load(i, x);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) amax = quant::max_abs(amax, x[e]);
   }
   for (int off = 16; off > 0; off /= 2) {
     const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
@@ -395,11 +425,14 @@ __global__ void __launch_bounds__(kWideMax)
   __syncthreads();
   amax = 0.0f;
   for (int i = 0; i < kThreads / 32; ++i) amax = partial[i] > amax ? partial[i] : amax;
-  if constexpr (S == Scheme::Nf4) {
-    const float inv = quant::nf4_inverse(amax);
-    for (int64_t i = threadIdx.x; i < count8; i += kThreads) {
-      const float4 p = __ldcs(src + 2 * i), q = __ldcs(src + 2 * i + 1);
-      const float x[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+
+  // Codes for the 8 values of run i.
+  const float inv = quant::nf4_inverse(amax);
+  constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
+  const uint16_t sh = S == Scheme::Nf4 ? 0 : quant::sym_scale(amax, qmax);
+  const float s = quant::half_to_f32(sh);
+  const auto emit = [&](int64_t i, const float (&x)[8]) {
+    if constexpr (S == Scheme::Nf4) {
       uint32_t word = 0;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -408,32 +441,37 @@ __global__ void __launch_bounds__(kWideMax)
         word |= ((hi << 4) | lo) << (8 * j);
       }
       __stcs(qwords + first8 + i, word);
-    }
-    if (threadIdx.x == 0) a.absmax[group] = amax;
-  } else {
-    constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
-    const uint16_t sh = quant::sym_scale(amax, qmax);
-    const float s = quant::half_to_f32(sh);
-    for (int64_t i = threadIdx.x; i < count8; i += kThreads) {
-      const float4 p = __ldcs(src + 2 * i), q = __ldcs(src + 2 * i + 1);
-      const float x[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
-      if constexpr (S == Scheme::Int8Sym) {
-        uint32_t lo = 0, hi = 0;
+    } else if constexpr (S == Scheme::Int8Sym) {
+      uint32_t lo = 0, hi = 0;
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          lo |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFFu) << (8 * j);
-          hi |= (static_cast<uint32_t>(quant::sym_code(x[4 + j], s, qmax)) & 0xFFu) << (8 * j);
-        }
-        __stcs(reinterpret_cast<uint2*>(qwords) + first8 + i, make_uint2(lo, hi));
-      } else {
-        uint32_t word = 0;
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          word |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFu) << (4 * j);
-        __stcs(qwords + first8 + i, word);
+      for (int j = 0; j < 4; ++j) {
+        lo |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFFu) << (8 * j);
+        hi |= (static_cast<uint32_t>(quant::sym_code(x[4 + j], s, qmax)) & 0xFFu) << (8 * j);
       }
+      __stcs(reinterpret_cast<uint2*>(qwords) + first8 + i, make_uint2(lo, hi));
+    } else {
+      uint32_t word = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) word |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFu) << (4 * j);
+      __stcs(qwords + first8 + i, word);
     }
-    if (threadIdx.x == 0) scales[group] = sh;
+  };
+#pragma unroll
+  for (int h = 0; h < kHeld; ++h) {
+    const int64_t i = threadIdx.x + static_cast<int64_t>(h) * kThreads;
+    if (i < count8) emit(i, held[h]);
+  }
+  for (int64_t i = threadIdx.x + static_cast<int64_t>(kHeld) * kThreads; i < count8; i += kThreads) {
+    float x[8];
+    load(i, x);
+    emit(i, x);
+  }
+  if (threadIdx.x == 0) {
+    if constexpr (S == Scheme::Nf4) {
+      a.absmax[group] = amax;
+    } else {
+      scales[group] = sh;
+    }
   }
 }
 
