@@ -81,16 +81,16 @@ int units_for_row(int64_t row_units) { return row_units >= 2048 ? 8 : 4; }
 // switch (which would diverge sixteen ways at the start of every thread).
 __device__ uint32_t lane_code_book_entry() {
   const uint32_t l = threadIdx.x & 15u;
-  uint32_t e[16];
+  uint32_t e8[8], e4[4], e2[2];
 #pragma unroll
-  for (int i = 0; i < 16; ++i) e[i] = recipes::nf4_code_bits(static_cast<uint32_t>(i));
-#pragma unroll
-  for (int bit = 0, width = 16; bit < 4; ++bit) {
-    width /= 2;
-#pragma unroll
-    for (int i = 0; i < width; ++i) e[i] = ((l >> (3 - bit)) & 1u) ? e[i + width] : e[i];
+  for (int i = 0; i < 8; ++i) {
+    e8[i] = (l & 8u) ? recipes::nf4_code_bits(static_cast<uint32_t>(i + 8)) : recipes::nf4_code_bits(static_cast<uint32_t>(i));
   }
-  return e[0];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) e4[i] = (l & 4u) ? e8[i + 4] : e8[i];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) e2[i] = (l & 2u) ? e4[i + 2] : e4[i];
+  return (l & 1u) ? e2[1] : e2[0];
 }
 
 template <RecipeId Id, int kUnits>
