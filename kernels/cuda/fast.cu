@@ -381,17 +381,20 @@ __global__ void __launch_bounds__(kThreads)
 // The block size grows with the group (about four passes of 8 elements per thread, 64 to 1024
 // threads), which keeps the rows in flight few enough that the second read finds them in L2.
 constexpr int kWideMax = 1024;
+// Groups up to this size are held in registers whole (at most 256 threads of 4 runs each);
+// wider ones are read twice: holding them would take so many registers that too few rows stay
+// in flight (measured: 90% of copy at K = 8192 held, 62% at K = 28672 held, 77% read twice).
+constexpr int kHoldAll = 8192;
 int wide_threads(int group) {
   const int t = (group / 8 / 4 + 31) / 32 * 32;
   return t < 64 ? 64 : (t > kWideMax ? kWideMax : t);
 }
 
-template <Scheme S>
+template <Scheme S, int kHeld>
 __global__ void __launch_bounds__(kWideMax)
     quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
-  // A thread keeps its first kHeld runs of 8 values in registers, so the second pass reads
-  // memory only for groups wider than kHeld * 8 * kWideMax (32768) elements.
-  constexpr int kHeld = 4;
+  // A thread keeps its first kHeld runs of 8 values in registers between the passes; the rest
+  // it reads twice (the second time mostly from L2).
   const int kThreads = static_cast<int>(blockDim.x);
   __shared__ float partial[kWideMax / 32];
   const int64_t group = blockIdx.x;
@@ -402,7 +405,7 @@ __global__ void __launch_bounds__(kWideMax)
     const float4 p = __ldcs(src + 2 * i), q = __ldcs(src + 2 * i + 1);
     x[0] = p.x, x[1] = p.y, x[2] = p.z, x[3] = p.w, x[4] = q.x, x[5] = q.y, x[6] = q.z, x[7] = q.w;
   };
-  float held[kHeld][8] = {};
+  float held[kHeld > 0 ? kHeld : 1][8] = {};
   float amax = 0.0f;
 #pragma unroll
   for (int h = 0; h < kHeld; ++h) {
@@ -653,7 +656,11 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 #define DQL_QUANT(S)                                                                 \
   case Scheme::S:                                                                    \
     if (wide) {                                                                      \
-      quant_wide_kernel<Scheme::S><<<g, wide_threads(a.group)>>>(a, qwords, scales); \
+      if (a.group <= kHoldAll) {                                                              \
+        quant_wide_kernel<Scheme::S, 4><<<g, wide_threads(a.group)>>>(a, qwords, scales);      \
+      } else {                                                                                \
+        quant_wide_kernel<Scheme::S, 0><<<g, wide_threads(a.group)>>>(a, qwords, scales);      \
+      }                                                                                       \
     } else {                                                                         \
       quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);           \
     }                                                                                \
