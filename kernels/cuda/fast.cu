@@ -401,8 +401,10 @@ __global__ void __launch_bounds__(kWideMax)
   const int64_t first8 = group * (a.group / 8);  // in units of 8 elements
   const int64_t count8 = a.group / 8;
   const float4* src = reinterpret_cast<const float4*>(a.w) + 2 * first8;
-  const auto load = [&](int64_t i, float (&x)[8]) {
-    const float4 p = __ldcs(src + 2 * i), q = __ldcs(src + 2 * i + 1);
+  // Values read once are streamed (evict first); values read twice are kept in L2 the first time.
+  const auto load = [&](int64_t i, float (&x)[8], bool again_later) {
+    const float4 p = again_later ? __ldcg(src + 2 * i) : __ldcs(src + 2 * i);
+    const float4 q = again_later ? __ldcg(src + 2 * i + 1) : __ldcs(src + 2 * i + 1);
     x[0] = p.x, x[1] = p.y, x[2] = p.z, x[3] = p.w, x[4] = q.x, x[5] = q.y, x[6] = q.z, x[7] = q.w;
   };
   float held[kHeld > 0 ? kHeld : 1][8] = {};
@@ -410,13 +412,13 @@ __global__ void __launch_bounds__(kWideMax)
 #pragma unroll
   for (int h = 0; h < kHeld; ++h) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(h) * kThreads;
-    if (i < count8) load(i, held[h]);
+    if (i < count8) load(i, held[h], false);
 #pragma unroll
     for (int e = 0; e < 8; ++e) amax = quant::max_abs(amax, held[h][e]);
   }
   for (int64_t i = threadIdx.x + static_cast<int64_t>(kHeld) * kThreads; i < count8; i += kThreads) {
     float x[8];
-    load(i, x);
+    load(i, x, true);
 #pragma unroll
     for (int e = 0; e < 8; ++e) amax = quant::max_abs(amax, x[e]);
   }
@@ -466,7 +468,7 @@ __global__ void __launch_bounds__(kWideMax)
   }
   for (int64_t i = threadIdx.x + static_cast<int64_t>(kHeld) * kThreads; i < count8; i += kThreads) {
     float x[8];
-    load(i, x);
+    load(i, x, false);
     emit(i, x);
   }
   if (threadIdx.x == 0) {
