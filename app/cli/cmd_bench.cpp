@@ -24,7 +24,8 @@ std::vector<std::pair<int64_t, int64_t>> parse_shapes(const std::string& text) {
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
-    const std::string one = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string one =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     out.push_back(take(front::parse_shape(one, "--shape")));
     if (comma == std::string::npos) return out;
     start = comma + 1;

@@ -51,7 +51,8 @@ Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::stri
     if (used != s.size() - x - 1 || n < 1 || k < 1) throw std::invalid_argument("");
     return std::pair<int64_t, int64_t>{n, k};
   } catch (const std::exception&) {
-    return fmt::format("{} '{}' is not a shape: write NxK with positive integers, e.g. 4096x4096", what, text);
+    return fmt::format("{} '{}' is not a shape: write NxK with positive integers, e.g. 4096x4096", what,
+                       text);
   }
 }
 

@@ -84,7 +84,8 @@ __device__ uint32_t lane_code_book_entry() {
   uint32_t e8[8], e4[4], e2[2];
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    e8[i] = (l & 8u) ? recipes::nf4_code_bits(static_cast<uint32_t>(i + 8)) : recipes::nf4_code_bits(static_cast<uint32_t>(i));
+    e8[i] = (l & 8u) ? recipes::nf4_code_bits(static_cast<uint32_t>(i + 8))
+                     : recipes::nf4_code_bits(static_cast<uint32_t>(i));
   }
 #pragma unroll
   for (int i = 0; i < 4; ++i) e4[i] = (l & 4u) ? e8[i + 4] : e8[i];
@@ -222,7 +223,7 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
     }
     __syncwarp();
     constexpr int kTiles = 32 / T::I;  // tiles per warp; each row segment is kTiles * 128 bytes
-    int64_t tile0, n0;  // the warp's first chunk
+    int64_t tile0, n0;                 // the warp's first chunk
     T::locate(t - lane, tiles_k, tile0, n0);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -402,7 +403,7 @@ __global__ void __launch_bounds__(kWideMax)
   const int64_t count8 = a.group / 8;
   const float4* src = reinterpret_cast<const float4*>(a.w) + 2 * first8;
   // Values read once are streamed (evict first); values read twice are kept in L2 the first time.
-  const auto load = [&](int64_t i, float (&x)[8], bool again_later) {
+  const auto load = [&](int64_t i, float(&x)[8], bool again_later) {
     const float4 p = again_later ? __ldcg(src + 2 * i) : __ldcs(src + 2 * i);
     const float4 q = again_later ? __ldcg(src + 2 * i + 1) : __ldcs(src + 2 * i + 1);
     x[0] = p.x, x[1] = p.y, x[2] = p.z, x[3] = p.w, x[4] = q.x, x[5] = q.y, x[6] = q.z, x[7] = q.w;
@@ -436,7 +437,7 @@ __global__ void __launch_bounds__(kWideMax)
   constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
   const uint16_t sh = S == Scheme::Nf4 ? 0 : quant::sym_scale(amax, qmax);
   const float s = quant::half_to_f32(sh);
-  const auto emit = [&](int64_t i, const float (&x)[8]) {
+  const auto emit = [&](int64_t i, const float(&x)[8]) {
     if constexpr (S == Scheme::Nf4) {
       uint32_t word = 0;
 #pragma unroll
@@ -457,7 +458,8 @@ __global__ void __launch_bounds__(kWideMax)
     } else {
       uint32_t word = 0;
 #pragma unroll
-      for (int j = 0; j < 8; ++j) word |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFu) << (4 * j);
+      for (int j = 0; j < 8; ++j)
+        word |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFu) << (4 * j);
       __stcs(qwords + first8 + i, word);
     }
   };
@@ -655,17 +657,17 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
   const bool wide = a.group > 256;
   const unsigned g = wide ? static_cast<unsigned>(a.n * (a.k / a.group)) : blocks_for(a.n * a.k / kPerThread);
   switch (a.scheme) {
-#define DQL_QUANT(S)                                                                 \
-  case Scheme::S:                                                                    \
-    if (wide) {                                                                      \
-      if (a.group <= kHoldAll) {                                                              \
-        quant_wide_kernel<Scheme::S, 4><<<g, wide_threads(a.group)>>>(a, qwords, scales);      \
-      } else {                                                                                \
-        quant_wide_kernel<Scheme::S, 0><<<g, wide_threads(a.group)>>>(a, qwords, scales);      \
-      }                                                                                       \
-    } else {                                                                         \
-      quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);           \
-    }                                                                                \
+#define DQL_QUANT(S)                                                                      \
+  case Scheme::S:                                                                         \
+    if (wide) {                                                                           \
+      if (a.group <= kHoldAll) {                                                          \
+        quant_wide_kernel<Scheme::S, 4><<<g, wide_threads(a.group)>>>(a, qwords, scales); \
+      } else {                                                                            \
+        quant_wide_kernel<Scheme::S, 0><<<g, wide_threads(a.group)>>>(a, qwords, scales); \
+      }                                                                                   \
+    } else {                                                                              \
+      quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);                \
+    }                                                                                     \
     break;
     DQL_QUANT(Int8Sym)
     DQL_QUANT(Int4Sym)
