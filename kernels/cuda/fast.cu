@@ -243,6 +243,16 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
 // and the block then writes 256 rows of 128 bytes, four full lines per warp instruction.
 // Shapes whose N is not a multiple of 256 or K of 64 use the per-thread kernel below it.
 
+// The zero-point word and the 8 fp16 scales of word column c in group g.
+__device__ void awq_group_params(const DequantArgs& a, int64_t g, int64_t c, uint32_t& zero,
+                                 uint32_t (&s16)[8]) {
+  zero = __ldg(a.qzeros + g * (a.n / 8) + c);
+  const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + g * a.n + 8 * c));
+  const uint32_t parts[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) s16[2 * i] = parts[i] & 0xFFFFu, s16[2 * i + 1] = parts[i] >> 16;
+}
+
 constexpr int kAwqRows = 16;                   // rows of K per thread
 constexpr int kAwqTileK = 8 * kAwqRows;        // rows of K per block
 constexpr int kAwqSmem = 256 * kAwqRows * 16;  // 256 output rows of kAwqTileK values
@@ -261,10 +271,8 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs
   for (int h = 0; h < kAwqRows / 8; ++h) {
     const int64_t kr = k0 + 64 * h + 8 * q;
     const int64_t g = kr / a.group;
-    const uint32_t zero = __ldg(a.qzeros + g * cols + c);
-    const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + g * a.n + 8 * c));
-    const uint32_t s16[8] = {sv.x & 0xFFFFu, sv.x >> 16, sv.y & 0xFFFFu, sv.y >> 16,
-                             sv.z & 0xFFFFu, sv.z >> 16, sv.w & 0xFFFFu, sv.w >> 16};
+    uint32_t zero, s16[8];
+    awq_group_params(a, g, c, zero, s16);
     uint32_t v[8][4];
 #pragma unroll
     for (int i = 0; i < 8; ++i)
@@ -298,10 +306,8 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
 #pragma unroll
   for (int i = 0; i < 16; ++i) w[i] = __ldcs(a.qwords + (k0 + i) * cols + c);
   const int64_t g = k0 / a.group;  // 16 rows lie in one group
-  const uint32_t zero = __ldg(a.qzeros + g * cols + c);
-  const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + g * a.n + 8 * c));
-  const uint32_t s16[8] = {sv.x & 0xFFFFu, sv.x >> 16, sv.y & 0xFFFFu, sv.y >> 16,
-                           sv.z & 0xFFFFu, sv.z >> 16, sv.w & 0xFFFFu, sv.w >> 16};
+  uint32_t zero, s16[8];
+  awq_group_params(a, g, c, zero, s16);
   uint32_t v[16][4];
 #pragma unroll
   for (int i = 0; i < 16; ++i) quant::convert_word(RecipeId::AwqInt4F16, true, w[i], zero, 0u, s16, v[i]);
