@@ -209,8 +209,9 @@ void add_bench(CLI::App& app) {
       fmt::print("CPU time on {} threads; memory copy {:.1f} GB/s (read + write, measured now)\n", d.sms,
                  copy);
     }
-    fmt::print("{} samples, L2 {} between samples; GB/s counts each byte read and written once\n\n",
-               "median of the", s.cold ? "flushed" : "warm");
+    fmt::print(
+        "median of the samples, L2 {} between samples; GB/s counts each byte read and written once\n\n",
+        s.cold ? "flushed" : "warm");
     fmt::print("{:<26} {:<20} {:>7} {:>12} {:>7} {:>9} {:>7} {:>9}\n", "kernel", "shape", "samples", "median",
                "noise", "GB/s", "% copy", "speed-up");
     for (const BenchRow& r : rows) {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>

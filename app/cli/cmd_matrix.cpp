@@ -13,17 +13,6 @@
 
 namespace dql::cli {
 
-std::unique_ptr<Backend> open_backend(const std::string& choice) {
-  std::string notice;
-  try {
-    auto b = make_backend(choice, &notice);
-    if (!notice.empty()) fmt::print(stderr, "dequant-lab: {}\n", notice);
-    return b;
-  } catch (const Error& e) {
-    throw UserError(e.what());
-  }
-}
-
 namespace {
 
 using quant::Layout;

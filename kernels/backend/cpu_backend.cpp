@@ -31,7 +31,7 @@ std::string cpu_model() {
 // loop over all items on every core (after overwriting a buffer larger than the caches when cold).
 class CpuBenchTarget final : public BenchTarget {
  public:
-  explicit CpuBenchTarget(const BenchCase& c) : flush_(size_t{256} << 20) {
+  explicit CpuBenchTarget(const BenchCase& c) {
     const int64_t n = c.n, k = c.k, elems = n * k;
     switch (c.kind) {
       case BenchKind::Copy: {
@@ -116,7 +116,10 @@ class CpuBenchTarget final : public BenchTarget {
   }
 
   double time_once(bool cold) override {
-    if (cold) std::memset(flush_.data(), ++flush_value_, flush_.size());
+    if (cold) {
+      if (flush_.empty()) flush_.resize(size_t{256} << 20);  // larger than the caches
+      std::memset(flush_.data(), ++flush_value_, flush_.size());
+    }
     const auto t0 = std::chrono::steady_clock::now();
     run_();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -171,7 +174,7 @@ class CpuBackend final : public Backend {
         spec.scheme,    n, k, spec.group, w.as<float>(), codes.data(), scales.data(), zeros.data(),
         q.absmax.data()};
     parallel_items(quant::quant_items(qa), [&](int64_t i) { quant::quant_group(qa, i); });
-    if (spec.scheme != quant::Scheme::Nf4) check_scales(spec, scales, n, k);
+    if (spec.scheme != quant::Scheme::Nf4) check_scales(spec, scales, k);
 
     std::vector<uint32_t> plain(qword_count(spec, n, k));
     if (spec.scheme != quant::Scheme::Nf4) q.scales.resize(groups);

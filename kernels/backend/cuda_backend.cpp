@@ -215,7 +215,7 @@ class CudaBackend final : public Backend {
       check(cuda::fast_quant_plain(qa, plain.get(), scales.get()));
     }
     QuantizedMatrix q{spec, n, k, {}, {}, {}, {}};
-    if (!nf4) check_scales(spec, scales.to_host(), n, k);
+    if (!nf4) check_scales(spec, scales.to_host(), k);
 
     DeviceArray<uint16_t> scales_out(nf4 ? 0 : groups);
     DeviceArray<uint32_t> qzeros(awq ? groups / 8 : 0);

@@ -6,7 +6,7 @@
 
 namespace dql {
 
-void check_scales(const QuantSpec& spec, const std::vector<uint16_t>& scales_nk, int64_t n, int64_t k) {
+void check_scales(const QuantSpec& spec, const std::vector<uint16_t>& scales_nk, int64_t k) {
   const int64_t groups = k / spec.group;
   for (size_t i = 0; i < scales_nk.size(); ++i) {
     if ((scales_nk[i] & 0x7C00u) == 0x7C00u) {
@@ -16,7 +16,6 @@ void check_scales(const QuantSpec& spec, const std::vector<uint16_t>& scales_nk,
                       static_cast<int64_t>(i) / groups, static_cast<int64_t>(i) % groups));
     }
   }
-  (void)n;
 }
 
 void check_recipe_reads(const QuantSpec& spec, recipes::RecipeId recipe) {

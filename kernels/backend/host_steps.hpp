@@ -6,7 +6,7 @@
 namespace dql {
 
 // Throws when a group's scale does not fit fp16 (a weight beyond +-65504 * qmax).
-void check_scales(const QuantSpec& spec, const std::vector<uint16_t>& scales_nk, int64_t n, int64_t k);
+void check_scales(const QuantSpec& spec, const std::vector<uint16_t>& scales_nk, int64_t k);
 // Throws unless `recipe` reads the format `spec` describes.
 void check_recipe_reads(const QuantSpec& spec, recipes::RecipeId recipe);
 // Sizes of the arrays a quantized matrix holds.

@@ -54,9 +54,9 @@ struct BenchSettings {
   int warmup = 3;    // runs before sampling
   int min_samples = 25;
   int max_samples = 1000;
-  double min_seconds = 0.2;  // of sampled time
-  double max_noise = 0.02;   // relative IQR to stop at
-  double timeout_seconds = 8.0;
+  double min_seconds = 0.2;      // of sampled time
+  double max_noise = 0.02;       // relative IQR to stop at
+  double timeout_seconds = 8.0;  // wall time for one case, flushes included
 };
 
 struct BenchStats {

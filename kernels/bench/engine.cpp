@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -116,14 +117,14 @@ BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s
                  const std::atomic<bool>* cancel) {
   for (int i = 0; i < s.warmup; ++i) target.time_once(s.cold);
   std::vector<double> samples;
-  double total = 0, wall = 0;
+  double total = 0;
+  const auto start = std::chrono::steady_clock::now();
   bool timed_out = false;
   while (true) {
     if (cancel && cancel->load()) break;
     const double t = target.time_once(s.cold);
     samples.push_back(t);
     total += t;
-    wall += t;
     const int n = static_cast<int>(samples.size());
     if (n >= s.min_samples && total >= s.min_seconds) {
       // Checking the noise costs a sort: do it every few samples.
@@ -132,7 +133,8 @@ BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s
       }
     }
     if (n >= s.max_samples) break;
-    if (wall >= s.timeout_seconds) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >=
+        s.timeout_seconds) {
       timed_out = true;
       break;
     }
