@@ -1,0 +1,89 @@
+// The desktop app's one model: every view reads the same recipe, input register, step, matrix
+// and scheme, so the stepper, the LOP3 and PRMT views and the SASS listing can point at the same
+// instruction. Views keep only their own view state (hover, zoom, scroll) in their panel file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/backend/backend.hpp"
+#include "kernels/bits/prmt.hpp"
+#include "kernels/recipes/catalog.hpp"
+
+struct ImFont;
+
+namespace dql::gui {
+
+enum class ViewId : int { Stepper, Float, Lop3, Prmt, Layouts, Quant, Timing, Sass, Count };
+// The names used by --view, the state token and the settings file.
+inline constexpr const char* kViewNames[] = {"stepper", "float",  "lop3",   "prmt",
+                                             "layouts", "quant", "timing", "sass"};
+
+struct Model {
+  // Backends: `active` runs matrix work and timings (the GPU when there is one); `cpu` is the
+  // bit-exact twin, always present.
+  std::unique_ptr<Backend> active;
+  std::unique_ptr<Backend> cpu;
+  std::string backend_line;  // for the status bar: GPU name, cc, driver, or "CPU twin: no GPU found"
+
+  ViewId view = ViewId::Stepper;
+
+  // The recipe being stepped through.
+  recipes::RecipeId recipe = recipes::RecipeId::AwqInt4F16;
+  recipes::Inputs input{0x76543210u};
+  int step = 0;                         // index into trace.steps
+  recipes::Trace trace;                 // CPU twin's trace of (recipe, input)
+  std::vector<uint32_t> gpu_values;     // the GPU's value of every step; empty without a GPU
+  std::string gpu_error;                // why gpu_values is empty, when a GPU exists
+
+  // The LOP3 and PRMT views' operands (set by the stepper or the SASS view when opened from them).
+  uint8_t lop3_lut = 0xEA;
+  uint32_t lop3_a = 0x76543210u, lop3_b = 0x000F000Fu, lop3_c = 0x64006400u;
+  uint32_t prmt_a = 0x03020100u, prmt_b = 0x07060504u;
+  uint32_t prmt_sel = 0x3210u;
+  bits::PrmtMode prmt_mode = bits::PrmtMode::Generic;
+
+  // The matrix and scheme of the quantize and layouts views.
+  QuantSpec spec;
+  int64_t rows = 256, cols = 1024;
+
+  // The latest benchmark results (the timing view fills them; the SASS view shows each kernel's
+  // time beside its instruction counts).
+  std::vector<BenchRow> bench_rows;
+
+  std::string last_error;  // shown in the status bar until the next error or a dismiss
+
+  // Recomputes trace and gpu_values after recipe or input changed; keeps step in range.
+  void retrace();
+  void set_error(std::string sentence) { last_error = std::move(sentence); }
+
+  // "dql:awq-int4-fp16:0x76543210:step=5[:view=lop3]" and back. restore() leaves the model
+  // untouched and explains in `why` when the token is malformed.
+  std::string token() const;
+  bool restore(std::string_view token, std::string* why);
+
+  // Jump to the LOP3 / PRMT view on the operands of a trace step (no-op for other kinds).
+  void open_step_in_view(int step_index);
+};
+
+// Fonts and sizes the panels draw with. Sizes are multiples of `em` (the font size in pixels).
+struct Ui {
+  ImFont* ui = nullptr;
+  ImFont* mono = nullptr;  // bits, hex, PTX, SASS
+  float em = 16.0f;
+};
+
+// One function per view, each in app/gui/panels/<name>.cpp.
+void draw_stepper(Model& m, const Ui& ui);
+void draw_float(Model& m, const Ui& ui);
+void draw_lop3(Model& m, const Ui& ui);
+void draw_prmt(Model& m, const Ui& ui);
+void draw_layouts(Model& m, const Ui& ui);
+void draw_quant(Model& m, const Ui& ui);
+void draw_timing(Model& m, const Ui& ui);
+void draw_sass(Model& m, const Ui& ui);
+
+}  // namespace dql::gui
