@@ -5,10 +5,10 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "app/common/bench_report.hpp"
 #include "backend_option.hpp"
 #include "commands.hpp"
 #include "kernels/bench/clocks.hpp"
@@ -50,68 +50,20 @@ void check_case(const BenchCase& c) {
   }
 }
 
-nlohmann::json row_json(const BenchRow& r) {
-  nlohmann::json j = {{"kernel", r.kernel},
-                      {"shape", r.shape},
-                      {"samples", r.stats.samples},
-                      {"median_us", r.stats.median_s * 1e6},
-                      {"noise", r.stats.noise},
-                      {"min_us", r.stats.min_s * 1e6},
-                      {"max_us", r.stats.max_s * 1e6},
-                      {"gbps", r.gbps},
-                      {"elements_per_s", r.elements_per_s},
-                      {"pct_of_copy", r.pct_of_copy},
-                      {"bytes", r.c.bytes()},
-                      {"cold", r.cold},
-                      {"timed_out", r.timed_out},
-                      {"backend", r.backend}};
-  if (r.speedup) {
-    j["speedup"] = *r.speedup;
-    j["baseline"] = r.baseline;
-  }
-  return j;
-}
-
-std::string duration(double us) {
-  if (us >= 1e6) return fmt::format("{:.3f} s", us / 1e6);
-  if (us >= 1e3) return fmt::format("{:.3f} ms", us / 1e3);
-  return fmt::format("{:.2f} us", us);
-}
-
 void compare(const std::string& a_path, const std::string& b_path) {
-  const auto load = [](const std::string& p) {
-    std::ifstream f(p);
-    if (!f) throw UserError(fmt::format("cannot open '{}': give two JSON files written by bench --json", p));
-    try {
-      nlohmann::json j = nlohmann::json::parse(f);
-      if (!j.contains("rows") || !j["rows"].is_array()) throw std::runtime_error("");
-      return j;
-    } catch (const std::exception&) {
-      throw UserError(fmt::format("'{}' is not a file written by bench --json (no \"rows\" array)", p));
-    }
-  };
-  const nlohmann::json a = load(a_path), b = load(b_path);
-  fmt::print("A: {}\nB: {}\n", a.value("device", nlohmann::json::object()).value("name", "?"),
-             b.value("device", nlohmann::json::object()).value("name", "?"));
+  front::Comparison c;
+  try {
+    c = front::compare_bench(front::load_bench_json(a_path), front::load_bench_json(b_path));
+  } catch (const Error& e) {
+    throw UserError(e.what());
+  }
+  fmt::print("A: {}\nB: {}\n", c.a_device, c.b_device);
   fmt::print("{:<26} {:<22} {:>12} {:>12} {:>8}  {}\n", "kernel", "shape", "A median", "B median", "A/B",
              "verdict");
-  int matched = 0;
-  for (const auto& ra : a["rows"]) {
-    for (const auto& rb : b["rows"]) {
-      if (ra.value("kernel", "") != rb.value("kernel", "") || ra.value("shape", "") != rb.value("shape", ""))
-        continue;
-      ++matched;
-      const double ma = ra.value("median_us", 0.0), mb = rb.value("median_us", 0.0);
-      const double ratio = mb > 0 ? ma / mb : 0;
-      // The runs differ when the ratio is outside both runs' noise together.
-      const double noise = ra.value("noise", 0.0) + rb.value("noise", 0.0);
-      const char* verdict =
-          std::fabs(std::log(ratio > 0 ? ratio : 1)) <= noise ? "SAME" : (ratio > 1 ? "FASTER" : "SLOWER");
-      fmt::print("{:<26} {:<22} {:>12} {:>12} {:>7.3f}x  {}\n", ra.value("kernel", ""), ra.value("shape", ""),
-                 duration(ma), duration(mb), ratio, verdict);
-    }
+  for (const front::CompareRow& r : c.rows) {
+    fmt::print("{:<26} {:<22} {:>12} {:>12} {:>7.3f}x  {}\n", r.kernel, r.shape,
+               front::format_duration(r.a_us), front::format_duration(r.b_us), r.ratio, r.verdict);
   }
-  if (matched == 0) throw UserError("the two files share no (kernel, shape) rows to compare");
   fmt::print("A/B > 1: B is faster; SAME when the difference is within the two runs' noise together\n");
 }
 
@@ -217,48 +169,19 @@ void add_bench(CLI::App& app) {
     for (const BenchRow& r : rows) {
       const std::string speed = r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "";
       fmt::print("{:<26} {:<20} {:>7} {:>12} {:>6.2f}% {:>9.1f} {:>6.1f}% {:>9}{}\n", r.kernel, r.shape,
-                 r.stats.samples, duration(r.stats.median_s * 1e6), 100 * r.stats.noise, r.gbps,
+                 r.stats.samples, front::format_duration(r.stats.median_s * 1e6), 100 * r.stats.noise, r.gbps,
                  r.pct_of_copy, speed, r.timed_out ? "  (timed out)" : "");
     }
     if (std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.speedup.has_value(); })) {
       fmt::print("speed-up: over the naive recipe of the same element width at the same shape\n");
     }
-    nlohmann::json device = {{"backend", d.backend},
-                             {"name", d.name},
-                             {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
-                             {"sms", d.sms},
-                             {"l2_bytes", d.l2_bytes},
-                             {"memory_bytes", d.memory_bytes},
-                             {"copy_gbps", copy}};
-    if (clocks.available) {
-      device["sm_clock_mhz"] = clocks.sm_mhz;
-      device["memory_clock_mhz"] = clocks.mem_mhz;
-      device["throttle"] = clocks.throttle;
-      device["driver"] = clocks.driver;
-    }
-    if (!o->json_path.empty()) {
-      nlohmann::json j = {{"device", device}, {"rows", nlohmann::json::array()}};
-      for (const BenchRow& r : rows) j["rows"].push_back(row_json(r));
-      std::ofstream f(o->json_path);
-      if (!f)
-        throw UserError(
-            fmt::format("cannot write '{}': check the folder exists and is writable", o->json_path));
-      f << j.dump(2) << "\n";
-    }
-    if (!o->csv_path.empty()) {
-      std::ofstream f(o->csv_path);
-      if (!f)
-        throw UserError(
-            fmt::format("cannot write '{}': check the folder exists and is writable", o->csv_path));
-      f << "kernel,shape,samples,median_us,noise,min_us,max_us,gbps,pct_of_copy,speedup,baseline,cold,"
-           "backend\n";
-      for (const BenchRow& r : rows) {
-        f << fmt::format("{},{},{},{:.4f},{:.5f},{:.4f},{:.4f},{:.2f},{:.2f},{},{},{},{}\n", r.kernel,
-                         r.shape, r.stats.samples, r.stats.median_s * 1e6, r.stats.noise, r.stats.min_s * 1e6,
-                         r.stats.max_s * 1e6, r.gbps, r.pct_of_copy,
-                         r.speedup ? fmt::format("{:.4f}", *r.speedup) : "", r.baseline,
-                         r.cold ? "cold" : "warm", r.backend);
-      }
+    try {
+      const nlohmann::json device = front::bench_device_json(d, copy, clocks);
+      if (!o->json_path.empty())
+        front::write_report_file(o->json_path, front::bench_report_json(device, rows).dump(2) + "\n");
+      if (!o->csv_path.empty()) front::write_report_file(o->csv_path, front::bench_csv(rows));
+    } catch (const Error& e) {
+      throw UserError(e.what());
     }
   });
 }

@@ -62,6 +62,7 @@ struct BenchSettings {
 struct BenchStats {
   int samples = 0;
   double median_s = 0, noise = 0, min_s = 0, max_s = 0;
+  double q1_s = 0, q3_s = 0;  // first and third quartiles: noise = (q3 - q1) / median
 };
 BenchStats summarize(std::vector<double> seconds);
 

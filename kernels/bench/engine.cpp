@@ -107,7 +107,9 @@ BenchStats summarize(std::vector<double> v) {
     return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
   };
   s.median_s = at(0.5);
-  s.noise = s.median_s > 0 ? (at(0.75) - at(0.25)) / s.median_s : 0;
+  s.q1_s = at(0.25);
+  s.q3_s = at(0.75);
+  s.noise = s.median_s > 0 ? (s.q3_s - s.q1_s) / s.median_s : 0;
   s.min_s = v.front();
   s.max_s = v.back();
   return s;

@@ -1,0 +1,48 @@
+// Benchmark results as files and comparisons, shared by the terminal's bench command and the
+// desktop app's timing view: the JSON and CSV they write, and the A/B comparison of two JSON runs.
+// Failures are dql::Error with a sentence naming the file and what was expected.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kernels/backend/backend.hpp"
+#include "kernels/bench/bench.hpp"
+#include "kernels/bench/clocks.hpp"
+
+namespace dql::front {
+
+// "12.34 us", "1.234 ms", "1.234 s".
+std::string format_duration(double us);
+
+// The device header of a report: backend, name, compute capability, SMs, L2, memory, the copy
+// bandwidth measured now, and the clocks where the driver reports them.
+nlohmann::json bench_device_json(const DeviceInfo& d, double copy_gbps, const GpuClocks& clocks);
+nlohmann::json bench_row_json(const BenchRow& r);
+// {"device": ..., "rows": [...]}: what `bench --json` writes.
+nlohmann::json bench_report_json(const nlohmann::json& device, const std::vector<BenchRow>& rows);
+// The CSV `bench --csv` writes, header line included.
+std::string bench_csv(const std::vector<BenchRow>& rows);
+
+// Writes text to a file; a file that cannot be written is an Error saying so.
+void write_report_file(const std::string& path, const std::string& text);
+// Reads a report written by bench_report_json; an unreadable file or one without a "rows" array
+// is an Error.
+nlohmann::json load_bench_json(const std::string& path);
+
+// One (kernel, shape) present in both runs. ratio = A median / B median: above 1, B is faster.
+struct CompareRow {
+  std::string kernel, shape;
+  double a_us = 0, b_us = 0, ratio = 0;
+  double noise = 0;     // both runs' relative IQR together: the band within which they are SAME
+  std::string verdict;  // SAME, FASTER (B faster) or SLOWER
+};
+struct Comparison {
+  std::string a_device, b_device;
+  std::vector<CompareRow> rows;
+};
+// An Error when the two runs share no (kernel, shape).
+Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b);
+
+}  // namespace dql::front

@@ -1,0 +1,109 @@
+// Benchmark statistics and the reports both front ends write: quartiles and noise, the JSON and
+// CSV rows, and the A/B comparison with its SAME / FASTER / SLOWER verdicts.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "app/common/bench_report.hpp"
+#include "kernels/bench/engine.hpp"
+
+using namespace dql;
+
+namespace {
+
+BenchRow row(const std::string& kernel, const std::string& shape, double median_s, double noise) {
+  BenchRow r;
+  r.kernel = kernel;
+  r.shape = shape;
+  r.backend = "cpu";
+  r.stats.samples = 30;
+  r.stats.median_s = median_s;
+  r.stats.noise = noise;
+  r.stats.q1_s = median_s * (1 - noise / 2);
+  r.stats.q3_s = median_s * (1 + noise / 2);
+  r.stats.min_s = r.stats.q1_s;
+  r.stats.max_s = r.stats.q3_s;
+  return r;
+}
+
+nlohmann::json report(const std::vector<BenchRow>& rows, const std::string& name) {
+  DeviceInfo d;
+  d.backend = "cpu";
+  d.name = name;
+  return front::bench_report_json(front::bench_device_json(d, 10.0, GpuClocks{}), rows);
+}
+
+}  // namespace
+
+TEST_CASE("bench statistics: median, quartiles and noise by linear interpolation") {
+  const BenchStats s = summarize({5, 1, 4, 2, 3});  // sorted 1 2 3 4 5
+  CHECK(s.samples == 5);
+  CHECK(s.median_s == doctest::Approx(3));
+  CHECK(s.q1_s == doctest::Approx(2));
+  CHECK(s.q3_s == doctest::Approx(4));
+  CHECK(s.noise == doctest::Approx(2.0 / 3.0));
+  CHECK(s.min_s == 1);
+  CHECK(s.max_s == 5);
+  const BenchStats four = summarize({10, 20, 30, 40});  // positions 0.75, 1.5, 2.25
+  CHECK(four.q1_s == doctest::Approx(17.5));
+  CHECK(four.median_s == doctest::Approx(25));
+  CHECK(four.q3_s == doctest::Approx(32.5));
+  CHECK(four.q1_s <= four.median_s);
+  const BenchStats none = summarize({});
+  CHECK(none.samples == 0);
+  CHECK(none.noise == 0);
+}
+
+TEST_CASE("bench report: JSON rows, CSV and durations") {
+  BenchRow r = row("dequant/awq-int4-fp16", "64x128 g128", 12e-6, 0.01);
+  r.speedup = 2.5;
+  r.baseline = "naive-int4-fp16";
+  const nlohmann::json j = report({r}, "test cpu");
+  REQUIRE(j["rows"].size() == 1);
+  CHECK(j["rows"][0]["median_us"].get<double>() == doctest::Approx(12));
+  CHECK(j["rows"][0]["q1_us"].get<double>() == doctest::Approx(11.94));
+  CHECK(j["rows"][0]["q3_us"].get<double>() == doctest::Approx(12.06));
+  CHECK(j["rows"][0]["speedup"] == 2.5);
+  CHECK(j["device"]["name"] == "test cpu");
+  CHECK(j["device"]["copy_gbps"] == 10.0);
+  const std::string csv = front::bench_csv({r});
+  CHECK(csv.rfind("kernel,shape,samples,median_us,noise,min_us,max_us,gbps,pct_of_copy,speedup,baseline,cold,"
+                  "backend\n",
+                  0) == 0);
+  CHECK(csv.find("dequant/awq-int4-fp16,64x128 g128,30,12.0000,0.01000,") != std::string::npos);
+  CHECK(csv.find(",2.5000,naive-int4-fp16,cold,cpu\n") != std::string::npos);
+  CHECK(front::format_duration(12.345) == "12.35 us");
+  CHECK(front::format_duration(1234.0) == "1.234 ms");
+  CHECK(front::format_duration(2.5e6) == "2.500 s");
+}
+
+TEST_CASE("bench report: A/B comparison verdicts and bad files") {
+  const nlohmann::json a = report({row("k1", "s", 10e-6, 0.02), row("k2", "s", 10e-6, 0.02),
+                                   row("k3", "s", 10e-6, 0.02), row("only-a", "s", 1e-6, 0)},
+                                  "A");
+  const nlohmann::json b =
+      report({row("k1", "s", 10.1e-6, 0.02), row("k2", "s", 5e-6, 0.02), row("k3", "s", 20e-6, 0.02)}, "B");
+  const front::Comparison c = front::compare_bench(a, b);
+  CHECK(c.a_device == "A");
+  CHECK(c.b_device == "B");
+  REQUIRE(c.rows.size() == 3);
+  CHECK(c.rows[0].verdict == "SAME");
+  CHECK(c.rows[1].verdict == "FASTER");
+  CHECK(c.rows[1].ratio == doctest::Approx(2.0));
+  CHECK(c.rows[2].verdict == "SLOWER");
+  CHECK(c.rows[2].noise == doctest::Approx(0.04));
+  CHECK_THROWS_WITH_AS(front::compare_bench(a, report({row("other", "s", 1e-6, 0)}, "C")),
+                       "the two files share no (kernel, shape) rows to compare", Error);
+
+  const auto dir = std::filesystem::temp_directory_path() / "dql-test-bench-report";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string good = (dir / "a.json").string(), bad = (dir / "bad.json").string();
+  front::write_report_file(good, a.dump(2));
+  CHECK(front::load_bench_json(good) == a);
+  front::write_report_file(bad, "{\"not\": 1}");
+  CHECK_THROWS_AS(front::load_bench_json(bad), Error);
+  CHECK_THROWS_AS(front::load_bench_json((dir / "missing.json").string()), Error);
+  CHECK_THROWS_AS(front::write_report_file((dir / "no/such/dir.csv").string(), "x"), Error);
+  std::filesystem::remove_all(dir);
+}
