@@ -48,6 +48,21 @@ if ! command -v nvcc >/dev/null 2>&1; then
   exit 1
 fi
 
+# The SASS view embeds cuobjdump's listing of the kernels. A CUDA 13 toolkit installed from
+# NVIDIA's Python packages has no cuobjdump or nvdisasm: install NVIDIA's packages of the two
+# beside the build (not system-wide). Without them everything builds and the SASS view says why
+# it is empty.
+nvcc_dir="$(dirname "$(command -v nvcc)")"
+if [[ ! -x "$nvcc_dir/cuobjdump" && ! -x "$build_dir/cuda-tools/nvidia/cu13/bin/cuobjdump" ]]; then
+  cuda_major="$(nvcc --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')"
+  if [[ "$cuda_major" == "13" ]] && command -v python3 >/dev/null 2>&1; then
+    echo "Installing NVIDIA's cuobjdump and nvdisasm into $build_dir/cuda-tools (for the SASS view)"
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps \
+      --target "$build_dir/cuda-tools" nvidia-cuda-cuobjdump==13.2.51 nvidia-cuda-nvdisasm==13.2.51 ||
+      echo "Could not install them: the SASS view will say that SASS is not available." >&2
+  fi
+fi
+
 configure=(-S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDQL_BUILD_GUI="$gui")
 if [[ -n "${DQL_CUDA_ARCHS:-}" ]]; then
   configure+=(-DCMAKE_CUDA_ARCHITECTURES="$DQL_CUDA_ARCHS")

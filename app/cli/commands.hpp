@@ -31,5 +31,6 @@ void add_permute(CLI::App& app);
 void add_verify(CLI::App& app);
 void add_device(CLI::App& app);
 void add_bench(CLI::App& app);
+void add_sass(CLI::App& app);
 
 }  // namespace dql::cli

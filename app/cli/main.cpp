@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   dql::cli::add_verify(app);
   dql::cli::add_device(app);
   dql::cli::add_bench(app);
+  dql::cli::add_sass(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

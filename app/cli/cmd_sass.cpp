@@ -1,0 +1,246 @@
+// sass: the SASS the build embedded for the program's own kernels. Lists the kernels with their
+// instruction counts, prints one kernel's listing with LOP3.LUT tables and PRMT selectors
+// decoded, or a counts table with the figures per output element.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "kernels/sass/embedded.hpp"
+#include "render.hpp"
+
+namespace dql::cli {
+
+namespace {
+
+using sass::OpClass;
+
+// The classes the listing marks and the list shows: the instructions the recipes are made of.
+constexpr OpClass kShown[] = {OpClass::Lop3,  OpClass::Prmt,  OpClass::Hfma2,
+                              OpClass::Hadd2, OpClass::Hmul2, OpClass::I2F};
+
+bool marked(OpClass c) {
+  for (auto s : kShown)
+    if (s == c) return true;
+  return false;
+}
+
+// "sm_90", "sm90" or "90" -> "sm_90"; empty when the text is none of those.
+std::string normal_arch(const std::string& s) {
+  std::string digits = s;
+  if (digits.rfind("sm_", 0) == 0) {
+    digits = digits.substr(3);
+  } else if (digits.rfind("sm", 0) == 0) {
+    digits = digits.substr(2);
+  }
+  if (digits.empty() || digits.size() > 3) return {};
+  for (char c : digits)
+    if (c < '0' || c > '9') return {};
+  return "sm_" + digits;
+}
+
+nlohmann::json counts_json(const sass::Counts& c) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int i = 0; i < sass::kClassCount; ++i) j[sass::class_key(static_cast<OpClass>(i))] = c.by_class[i];
+  j["total"] = c.total;
+  return j;
+}
+
+nlohmann::json kernel_json(const sass::Function& f) {
+  nlohmann::json j = {{"name", f.name},
+                      {"demangled", f.demangled},
+                      {"mangled", f.mangled},
+                      {"bench_kernel", f.bench},
+                      {"instructions", sass::count(f.instrs).total},
+                      {"counts", counts_json(sass::count(f.instrs))}};
+  if (const auto pe = sass::per_element(f)) {
+    nlohmann::json per = nlohmann::json::object();
+    for (int i = 0; i < sass::kClassCount; ++i)
+      per[sass::class_key(static_cast<OpClass>(i))] = pe->per(static_cast<OpClass>(i));
+    per["total"] = pe->total();
+    j["per_element"] = {{"elements", pe->elements},
+                        {"loop", pe->loop},
+                        {"first_address", f.instrs[pe->begin].address},
+                        {"last_address", f.instrs[pe->end - 1].address},
+                        {"counts", counts_json(pe->counts)},
+                        {"per_element", per}};
+  } else {
+    j["per_element"] = nullptr;
+  }
+  return j;
+}
+
+nlohmann::json instr_json(const sass::Instr& in) {
+  nlohmann::json j = {{"address", in.address},
+                      {"guard", in.guard},
+                      {"opcode", in.opcode},
+                      {"operands", in.operands},
+                      {"class", sass::class_key(in.cls)}};
+  if (in.lop3) {
+    j["lop3"] = {{"lut", in.lop3->lut},   {"lut_hex", fmt::format("0x{:02x}", in.lop3->lut)},
+                 {"expr", in.lop3->expr}, {"a", in.lop3->a},
+                 {"b", in.lop3->b},       {"c", in.lop3->c}};
+  }
+  if (in.prmt) {
+    nlohmann::json p = {{"a", in.prmt->a}, {"b", in.prmt->b}, {"immediate", in.prmt->immediate}};
+    if (in.prmt->immediate) {
+      p["selector"] = in.prmt->sel;
+      p["selector_hex"] = fmt::format("0x{:04x}", in.prmt->sel);
+      nlohmann::json bytes = nlohmann::json::array();
+      for (int i = 0; i < 4; ++i)
+        bytes.push_back({{"source", in.prmt->source[i]}, {"sign", in.prmt->sign[i]}});
+      p["bytes"] = bytes;  // destination byte 0 first
+    }
+    j["prmt"] = p;
+  }
+  const auto d = sass::decode_text(in);
+  if (!d.empty()) j["decoded"] = d;
+  return j;
+}
+
+std::string per_element_cell(const sass::Function& f) {
+  const auto pe = sass::per_element(f);
+  return pe ? fmt::format("{:.2f}", pe->total()) : "";
+}
+
+void print_list(const std::vector<const sass::Function*>& fns, const Style& st) {
+  fmt::print("{:<44} {:>6}", "kernel", "instrs");
+  for (auto c : kShown) fmt::print(" {:>6}", sass::class_name(c));
+  fmt::print(" {:>8}  {}\n", "per elem", "bench kernel");
+  for (const auto* f : fns) {
+    const auto c = sass::count(f->instrs);
+    fmt::print("{:<44} {:>6}", f->name, c.total);
+    for (auto k : kShown) fmt::print(" {:>6}", c[k]);
+    fmt::print(" {:>8}  {}\n", per_element_cell(*f), st.dim(f->bench));
+  }
+}
+
+void print_counts(const std::vector<const sass::Function*>& fns) {
+  fmt::print("{:<44} {:>6}", "kernel", "");
+  for (int i = 0; i < sass::kClassCount; ++i) fmt::print(" {:>6}", sass::class_name(static_cast<OpClass>(i)));
+  fmt::print(" {:>6}\n", "total");
+  for (const auto* f : fns) {
+    const auto c = sass::count(f->instrs);
+    fmt::print("{:<44} {:>6}", f->name, "all");
+    for (int i = 0; i < sass::kClassCount; ++i) fmt::print(" {:>6}", c.by_class[i]);
+    fmt::print(" {:>6}\n", c.total);
+    if (const auto pe = sass::per_element(*f)) {
+      fmt::print("{:<44} {:>6}",
+                 fmt::format("  per element ({} a pass, {})", pe->elements, pe->loop ? "loop" : "kernel"),
+                 "/elem");
+      for (int i = 0; i < sass::kClassCount; ++i) fmt::print(" {:>6.2f}", pe->per(static_cast<OpClass>(i)));
+      fmt::print(" {:>6.2f}\n", pe->total());
+    }
+  }
+}
+
+void print_listing(const sass::Function& f, const std::string& arch, const Style& st) {
+  const auto c = sass::count(f.instrs);
+  fmt::print("{}  ({})\n{}\n", st.bold(f.name), arch, st.dim(f.demangled));
+  std::string summary = fmt::format("{} instructions:", c.total);
+  for (auto k : kShown) summary += fmt::format(" {} {}", c[k], sass::class_name(k));
+  fmt::print("{}\n", summary);
+  const auto pe = sass::per_element(f);
+  if (pe) {
+    fmt::print("per element: {:.2f} instructions ({} in the {} marked '|', over {} elements a thread)\n",
+               pe->total(), pe->counts.total, pe->loop ? "loop" : "kernel up to its last EXIT", pe->elements);
+  }
+  fmt::print("\n");
+  for (size_t i = 0; i < f.instrs.size(); ++i) {
+    const auto& in = f.instrs[i];
+    const bool in_pass = pe && i >= pe->begin && i < pe->end;
+    const std::string text = in.text();
+    const std::string decoded = sass::decode_text(in);
+    const bool mark = marked(in.cls);
+    std::string line = fmt::format("{} {}  {}  ", in_pass ? '|' : ' ',
+                                   st.dim(fmt::format("{:04x}", in.address)), mark ? ">" : " ");
+    line += mark ? st.bold(fmt::format("{:<52}", text)) : fmt::format("{:<52}", text);
+    if (!decoded.empty()) line += "  " + st.good(decoded);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    fmt::print("{}\n", line);
+  }
+}
+
+}  // namespace
+
+void add_sass(CLI::App& app) {
+  struct Opts {
+    std::string kernel, arch;
+    bool counts = false, json = false;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd =
+      app.add_subcommand("sass", "The SASS of the program's own kernels, LOP3 and PRMT immediates decoded");
+  cmd->add_option("--kernel", o->kernel,
+                  "Kernels whose name (or bench name) matches the pattern, e.g. 'dequant_plain*cutlass*' or "
+                  "'dequant/nf4*'");
+  cmd->add_option("--arch", o->arch, "The GPU architecture, e.g. sm_90 (default: sm_90 when embedded)");
+  cmd->add_flag("--counts", o->counts,
+                "Instruction counts per class and per output element instead of listings");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->callback([o] {
+    if (sass::embedded().empty()) throw UserError(std::string(sass::unavailable_reason()));
+    std::string arch = sass::default_arch();
+    if (!o->arch.empty()) {
+      arch = normal_arch(o->arch);
+      if (arch.empty()) {
+        throw UserError(fmt::format("\"{}\" is not an architecture; give it as sm_90 (this build has {})",
+                                    o->arch, sass::embedded_arch_list()));
+      }
+    }
+    const sass::Listing* listing = sass::embedded_listing(arch);
+    if (listing == nullptr) {
+      throw UserError(
+          fmt::format("this build has no SASS for {}; it has {}", arch, sass::embedded_arch_list()));
+    }
+    std::vector<const sass::Function*> fns;
+    for (const auto& f : listing->functions) {
+      if (o->kernel.empty() || sass::glob_match(o->kernel, f.name) ||
+          (!f.bench.empty() && sass::glob_match(o->kernel, f.bench)) ||
+          sass::glob_match(o->kernel, f.mangled)) {
+        fns.push_back(&f);
+      }
+    }
+    if (fns.empty()) {
+      throw UserError(fmt::format("no kernel matches \"{}\"; `dequant-lab sass` lists the {} kernels of {}",
+                                  o->kernel, listing->functions.size(), arch));
+    }
+    const bool listings = !o->kernel.empty() && !o->counts;
+    if (o->json) {
+      nlohmann::json archs = nlohmann::json::array();
+      for (const auto& e : sass::embedded()) archs.push_back(e.arch);
+      nlohmann::json kernels = nlohmann::json::array();
+      for (const auto* f : fns) {
+        auto j = kernel_json(*f);
+        if (listings) {
+          nlohmann::json l = nlohmann::json::array();
+          for (const auto& in : f->instrs) l.push_back(instr_json(in));
+          j["listing"] = l;
+        }
+        kernels.push_back(j);
+      }
+      fmt::print("{}\n", nlohmann::json{{"arch", arch}, {"archs", archs}, {"kernels", kernels}}.dump(2));
+      return;
+    }
+    const Style st = terminal_style();
+    if (listings) {
+      for (size_t i = 0; i < fns.size(); ++i) {
+        if (i) fmt::print("\n");
+        print_listing(*fns[i], arch, st);
+      }
+      return;
+    }
+    fmt::print("SASS for {} (this build has {}), {} of {} kernels\n\n", arch, sass::embedded_arch_list(),
+               fns.size(), listing->functions.size());
+    if (o->counts) {
+      print_counts(fns);
+    } else {
+      print_list(fns, st);
+      fmt::print("\n{}\n",
+                 st.dim("per elem: instructions per output element of one pass (`--counts` for every "
+                        "class); `--kernel NAME` prints a listing"));
+    }
+  });
+}
+
+}  // namespace dql::cli

@@ -1,0 +1,57 @@
+#include "embedded.hpp"
+
+#include <charconv>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace dql::sass {
+
+namespace {
+
+int number_of(std::string_view arch) {
+  int v = 0;
+  const auto d = arch.substr(arch.find('_') + 1);
+  std::from_chars(d.data(), d.data() + d.size(), v);
+  return v;
+}
+
+}  // namespace
+
+std::string embedded_arch_list() {
+  std::string s;
+  for (const auto& e : embedded()) s += (s.empty() ? "" : ", ") + std::string(e.arch);
+  return s;
+}
+
+const Listing* embedded_listing(std::string_view arch) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<Listing>, std::less<>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(arch); it != cache.end()) return it->second.get();
+  for (const auto& e : embedded()) {
+    if (e.arch != arch) continue;
+    auto parsed = parse(e.text);
+    auto l = std::make_unique<Listing>();
+    l->arch = std::string(arch);
+    for (auto& p : parsed) {
+      if (p.arch == arch) *l = std::move(p);
+    }
+    return cache.emplace(std::string(arch), std::move(l)).first->second.get();
+  }
+  return nullptr;
+}
+
+std::string default_arch(std::string_view preferred) {
+  const auto all = embedded();
+  if (all.empty()) return {};
+  const int want = number_of(preferred);
+  std::string best;
+  for (const auto& e : all) {
+    if (e.arch == preferred) return std::string(e.arch);
+    if (number_of(e.arch) < want) best = std::string(e.arch);
+  }
+  return best.empty() ? std::string(all.front().arch) : best;
+}
+
+}  // namespace dql::sass

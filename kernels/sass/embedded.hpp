@@ -1,0 +1,35 @@
+// The SASS the build embedded in the program: cuobjdump's listing of dql_cuda, one compact text
+// per architecture it was built for (cmake/Sass.cmake).
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sass.hpp"
+
+namespace dql::sass {
+
+struct EmbeddedArch {
+  std::string_view arch;  // "sm_90"
+  std::string_view text;  // compact cuobjdump -sass output for that architecture
+};
+
+// Ascending by architecture; empty when the build had no cuobjdump (or it failed).
+std::span<const EmbeddedArch> embedded();
+
+// Why embedded() is empty, as a sentence; empty when it is not.
+std::string_view unavailable_reason();
+
+// The embedded architectures, "sm_75, sm_80, ..." for messages.
+std::string embedded_arch_list();
+
+// The parsed listing of one embedded architecture (parsed once, then shared), or nullptr.
+const Listing* embedded_listing(std::string_view arch);
+
+// The architecture to show by default: `preferred` ("sm_90") when embedded, else the highest
+// embedded one below it, else the lowest; empty when nothing is embedded.
+std::string default_arch(std::string_view preferred = "sm_90");
+
+}  // namespace dql::sass
