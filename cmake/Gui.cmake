@@ -15,3 +15,25 @@ add_custom_command(
 add_library(dql_glad STATIC ${DQL_GLAD_DIR}/src/gl.c)
 target_include_directories(dql_glad PUBLIC ${DQL_GLAD_DIR}/include)
 target_link_libraries(dql_glad PUBLIC ${CMAKE_DL_LIBS})
+
+# The app's model, settings and shared widgets: no window needed, so the unit tests link them.
+add_library(dql_gui_core STATIC
+  ${PROJECT_SOURCE_DIR}/app/gui/model.cpp
+  ${PROJECT_SOURCE_DIR}/app/gui/settings.cpp
+  ${PROJECT_SOURCE_DIR}/app/gui/widgets.cpp)
+target_link_libraries(dql_gui_core PUBLIC dql_frontend PkgConfig::IMGUI nlohmann_json::nlohmann_json)
+
+# The shell and every view file present (one file per view: other views join by being added to
+# app/gui/panels/). An object library, so that a view's definition replaces the weak placeholder
+# in panels/pending.cpp.
+file(GLOB DQL_GUI_SOURCES CONFIGURE_DEPENDS
+  ${PROJECT_SOURCE_DIR}/app/gui/*.cpp
+  ${PROJECT_SOURCE_DIR}/app/gui/panels/*.cpp)
+list(REMOVE_ITEM DQL_GUI_SOURCES
+  ${PROJECT_SOURCE_DIR}/app/gui/model.cpp
+  ${PROJECT_SOURCE_DIR}/app/gui/settings.cpp
+  ${PROJECT_SOURCE_DIR}/app/gui/widgets.cpp)
+add_library(dql_gui OBJECT ${DQL_GUI_SOURCES})
+target_link_libraries(dql_gui PUBLIC dql_gui_core dql_glad glfw PkgConfig::STB)
+target_link_libraries(dequant-lab PRIVATE dql_gui)
+target_compile_definitions(dequant-lab PRIVATE DQL_HAVE_GUI)

@@ -3,6 +3,7 @@
 // instruction. Views keep only their own view state (hover, zoom, scroll) in their panel file.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,8 +20,13 @@ namespace dql::gui {
 
 enum class ViewId : int { Stepper, Float, Lop3, Prmt, Layouts, Quant, Timing, Sass, Count };
 // The names used by --view, the state token and the settings file.
-inline constexpr const char* kViewNames[] = {"stepper", "float",  "lop3",   "prmt",
+inline constexpr const char* kViewNames[] = {"stepper", "float", "lop3",   "prmt",
                                              "layouts", "quant", "timing", "sass"};
+
+const char* view_name(ViewId v);
+// False when `name` is none of kViewNames.
+bool view_from_name(std::string_view name, ViewId* out);
+std::string view_names();  // "stepper, float, ..." for messages
 
 struct Model {
   // Backends: `active` runs matrix work and timings (the GPU when there is one); `cpu` is the
@@ -34,10 +40,18 @@ struct Model {
   // The recipe being stepped through.
   recipes::RecipeId recipe = recipes::RecipeId::AwqInt4F16;
   recipes::Inputs input{0x76543210u};
-  int step = 0;                         // index into trace.steps
-  recipes::Trace trace;                 // CPU twin's trace of (recipe, input)
-  std::vector<uint32_t> gpu_values;     // the GPU's value of every step; empty without a GPU
-  std::string gpu_error;                // why gpu_values is empty, when a GPU exists
+  int step = 0;                             // index into trace.steps
+  recipes::Trace trace;                     // CPU twin's trace of (recipe, input)
+  std::vector<uint32_t> gpu_values;         // the GPU's value of every step; empty without a GPU
+  std::string gpu_error;                    // why gpu_values is empty, when a GPU exists
+  int gpu_mismatches = 0;                   // steps whose GPU bits differ from the CPU twin's
+  std::vector<recipes::Expected> expected;  // the integer reference of every output element
+  // Which logical element each bit of each step's destination depends on (bit i of step s:
+  // bit_source[s][i]); kNoSource for bits no input bit reaches (constants), kManySources for bits
+  // several elements reach. Found by running the recipe once per flipped input bit.
+  static constexpr int8_t kNoSource = -1, kManySources = -2;
+  std::vector<std::array<int8_t, 32>> bit_source;
+  uint64_t revision = 0;  // bumped by every retrace, so views can cache what they derive
 
   // The LOP3 and PRMT views' operands (set by the stepper or the SASS view when opened from them).
   uint8_t lop3_lut = 0xEA;
@@ -53,6 +67,10 @@ struct Model {
   // The latest benchmark results (the timing view fills them; the SASS view shows each kernel's
   // time beside its instruction counts).
   std::vector<BenchRow> bench_rows;
+
+  // Playing through the steps (Space, or the stepper's play button).
+  bool playing = false;
+  float steps_per_second = 2.0f;
 
   std::string last_error;  // shown in the status bar until the next error or a dismiss
 

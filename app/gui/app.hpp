@@ -1,0 +1,20 @@
+// The desktop app's entry point, called by main when no subcommand is given.
+#pragma once
+
+#include <string>
+
+namespace dql::gui {
+
+struct GuiOptions {
+  std::string screenshot;  // write a PNG of the window after a few frames, then exit
+  std::string view;        // the view to open (kViewNames)
+  std::string size;        // "WxH" window size
+  std::string state;       // a state token to restore
+  int frame_report = 0;    // render N frames, print {"frames","median_ms","p95_ms"}, exit
+  std::string script;      // for tests: "key=value;key=value" typed into the views in order
+};
+
+// Runs the app; returns the process exit status (1: no display or no OpenGL 3.3, 2: bad options).
+int run_gui(const GuiOptions& opt);
+
+}  // namespace dql::gui

@@ -1,0 +1,113 @@
+// Widgets every view shares: bit rows, float field splits, byte boxes, a hex entry, the colour
+// palette, figure recording for SVG export and the test script hook. They draw what they are
+// given; the values come from the model and the engine.
+//
+// Sizes are multiples of ui.em. Colours: one palette for all views (sign / exponent / mantissa,
+// the 8 hues of a packed register's nibbles), so a field looks the same everywhere.
+#pragma once
+
+#include <imgui.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "app/gui/model.hpp"
+#include "kernels/bits/float.hpp"
+
+namespace dql::gui {
+
+// ---- palette -------------------------------------------------------------------------------
+namespace palette {
+inline constexpr ImU32 kSign = IM_COL32(222, 76, 76, 255);
+inline constexpr ImU32 kExponent = IM_COL32(72, 178, 96, 255);
+inline constexpr ImU32 kMantissa = IM_COL32(72, 128, 222, 255);
+inline constexpr ImU32 kConstant = IM_COL32(96, 96, 108, 255);  // bits no input element reaches
+inline constexpr ImU32 kMixed = IM_COL32(170, 170, 170, 255);   // bits several elements reach
+inline constexpr ImU32 kGood = IM_COL32(90, 200, 110, 255);
+inline constexpr ImU32 kBad = IM_COL32(240, 70, 70, 255);
+inline constexpr ImU32 kHighlight = IM_COL32(255, 220, 80, 255);  // hover / selection outline
+inline constexpr ImU32 kText = IM_COL32(235, 235, 235, 255);
+inline constexpr ImU32 kDim = IM_COL32(150, 150, 160, 255);
+// Element i of a packed register (logical index, so element 3 has one hue in every view).
+ImU32 element(int i);
+ImVec4 to_vec4(ImU32 c);
+}  // namespace palette
+
+// Per-bit colours (index = bit number, bit 0 = least significant).
+using BitColors = std::array<ImU32, 32>;
+// By the model's provenance (Model::bit_source rows).
+BitColors colors_by_source(const std::array<int8_t, 32>& source);
+// By float field: `lanes` lanes of format f side by side from bit 0 (2 for f16x2, 1 for fp32).
+BitColors colors_by_float(bits::FloatFormat f, int lanes);
+// By packed element: slot i (width `elem_bits`) holds logical element order[i].
+BitColors colors_by_slot(int elem_bits, const uint8_t* order, int slots);
+BitColors colors_uniform(ImU32 c);
+
+// ---- bit figures ---------------------------------------------------------------------------
+struct BitRowOptions {
+  int width = 32;          // number of bits drawn, MSB left
+  uint32_t marked = 0;     // bits outlined in palette::kBad (differences)
+  int highlight = -1;      // one bit outlined in palette::kHighlight
+  bool clickable = false;  // cells are buttons; BitRow::clicked says which
+  bool numbers = true;     // bit numbers above each nibble
+  float cell_em = 1.15f;   // cell width in em
+};
+struct BitRow {
+  int clicked = -1;                   // bit number clicked this frame
+  int hovered = -1;                   // bit number under the mouse
+  ImVec2 cell_min[32], cell_max[32];  // screen rectangles, for arrows and links
+};
+// One row of bits, 1s bright and 0s dim in their colour, a gap every 4 bits.
+BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui& ui,
+               const BitRowOptions& opt = {});
+
+// One float split into sign | exponent | mantissa boxes followed by "= value" (exact, shortest).
+void float_split(uint32_t bits, bits::FloatFormat f, const Ui& ui);
+
+// Byte boxes b[first + n - 1] .. b[first] left to right (MSB left), each labelled "b<i>" and
+// "0x..". Returns the index clicked or -1; rectangles come back through `rects` (n entries).
+int byte_boxes(const char* id, const uint8_t* bytes, int n, int first, const ImU32* fills, const Ui& ui,
+               ImVec2* rect_min = nullptr, ImVec2* rect_max = nullptr, int highlight = -1);
+
+// A hex entry bound to *value. The text is applied on Enter or when the field loses focus;
+// a string parse_hex refuses leaves *value unchanged, writes the sentence to *error and returns
+// Rejected (the view also calls m.set_error). `script_key`: a test script entry that types into
+// the field (see scripted()).
+enum class Edit { None, Changed, Rejected };
+Edit hex_input(const char* label, uint32_t* value, int digits, std::string* error, const Ui& ui,
+               const char* script_key = nullptr, float width_em = 8.0f);
+
+// Text in the monospace font.
+void mono_text(const Ui& ui, const char* fmt, ...) IM_FMTARGS(2);
+// A labelled value line in the dim colour.
+void dim_text(const char* fmt, ...) IM_FMTARGS(1);
+// An error sentence in red, wrapped.
+void error_text(const std::string& sentence);
+
+// ---- SVG figures ---------------------------------------------------------------------------
+// While a capture is on, rect_fig / text_fig (and every widget above) also record SVG elements
+// relative to `origin`. The shell starts a capture for one frame and writes the result.
+void svg_begin(ImVec2 origin, ImVec2 size);
+bool svg_capturing();
+std::string svg_end();  // the finished document
+void rect_fig(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 fill, ImU32 border = 0, float thickness = 1.0f);
+void text_fig(ImDrawList* dl, ImVec2 pos, ImU32 col, const char* text, float size_px = 0.0f);
+void line_fig(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float thickness = 1.0f);
+
+// ---- test script ---------------------------------------------------------------------------
+// `--script "key=value;key=value"` (for tests) feeds input to the views as if typed. A view asks
+// for its keys each frame; a value is handed out once. Keys are "<view>.<field>", e.g.
+// "lop3.expr", "stepper.hex", "float.hex".
+std::optional<std::string> scripted(std::string_view key);
+void script_push(std::string key, std::string value);
+bool script_pending();
+
+// Shortest decimal that reads back exactly ("-0", "inf", "nan" included).
+std::string number_text(double v);
+// The exact decimal expansion of a float pattern (every binary float is a finite decimal).
+std::string exact_decimal(uint32_t bits, bits::FloatFormat f);
+
+}  // namespace dql::gui

@@ -1,0 +1,194 @@
+// The desktop app's model and settings, without a window: state tokens, retrace, provenance,
+// opening a step in its view, settings files, and the exact decimal expansion the float view shows.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "app/gui/model.hpp"
+#include "app/gui/settings.hpp"
+#include "app/gui/widgets.hpp"
+#include "kernels/recipes/catalog.hpp"
+
+using dql::gui::Model;
+using dql::gui::ViewId;
+namespace recipes = dql::recipes;
+
+namespace {
+Model fresh() {
+  Model m;
+  m.cpu = dql::make_cpu_backend();
+  m.retrace();
+  return m;
+}
+}  // namespace
+
+TEST_CASE("retrace: the trace, the reference outputs and the step range") {
+  Model m = fresh();
+  REQUIRE(m.trace.steps.size() > 5);
+  CHECK(m.trace.steps[0].value == 0x76543210u);
+  CHECK(m.expected.size() == 8);
+  // AWQ unsigned int4: element e of 0x76543210 read through the order 0 2 4 6 1 3 5 7.
+  for (int e = 0; e < 8; ++e) CHECK(recipes::output_bits(m.trace.outputs, e) == m.expected[e].bits);
+  m.step = 1000;
+  m.retrace();
+  CHECK(m.step == static_cast<int>(m.trace.steps.size()) - 1);
+  const uint64_t r = m.revision;
+  m.input.reg = 0x01234567u;
+  m.retrace();
+  CHECK(m.revision == r + 1);
+  CHECK(m.trace.steps[0].value == 0x01234567u);
+  CHECK(m.gpu_values.empty());  // no active CUDA backend in this model
+}
+
+TEST_CASE("provenance: each destination bit is coloured by the element that reaches it") {
+  Model m = fresh();
+  // Step 0 is the input register: nibble i holds element order[i].
+  const auto& spec = *recipes::info_of(m.recipe).spec;
+  for (int b = 0; b < 32; ++b) CHECK(m.bit_source[0][b] == spec.order[b / 4]);
+  // The first lop3 (h0 = (src & 0x000f000f) | 0x64006400): bits 0-3 come from nibble 0 (e0),
+  // bits 16-19 from nibble 4 (e1), the magic exponent bits from no element.
+  int lop = -1;
+  for (size_t s = 0; s < m.trace.steps.size(); ++s) {
+    if (m.trace.steps[s].kind == recipes::OpKind::Lop3) {
+      lop = static_cast<int>(s);
+      break;
+    }
+  }
+  REQUIRE(lop > 0);
+  CHECK(m.bit_source[lop][0] == 0);
+  CHECK(m.bit_source[lop][3] == 0);
+  CHECK(m.bit_source[lop][16] == 1);
+  CHECK(m.bit_source[lop][10] == Model::kNoSource);
+  CHECK(m.bit_source[lop][26] == Model::kNoSource);
+}
+
+TEST_CASE("state token round trip") {
+  Model m = fresh();
+  CHECK(m.token() == "dql:awq-int4-fp16:0x76543210:step=0");
+  std::string why;
+  REQUIRE(m.restore("dql:ft-int4-fp16:0xdeadbeef:step=5", &why));
+  CHECK(m.recipe == recipes::RecipeId::FtInt4F16);
+  CHECK(m.input.reg == 0xDEADBEEFu);
+  CHECK(m.step == 5);
+  CHECK(m.trace.steps[0].value == 0xDEADBEEFu);
+  CHECK(m.token() == "dql:ft-int4-fp16:0xdeadbeef:step=5");
+  REQUIRE(m.restore(" dql:cutlass-int8-fp16:0x80ff017f:step=2:view=lop3\n", &why));
+  CHECK(m.view == ViewId::Lop3);
+  CHECK(m.token() == "dql:cutlass-int8-fp16:0x80ff017f:step=2:view=lop3");
+  Model other = fresh();
+  REQUIRE(other.restore(m.token(), &why));
+  CHECK(other.token() == m.token());
+  CHECK(other.trace.outputs == m.trace.outputs);
+}
+
+TEST_CASE("malformed state tokens are refused with a sentence and change nothing") {
+  Model m = fresh();
+  std::string why;
+  REQUIRE(m.restore("dql:awq-int4-fp16:0x11112222:step=3", &why));
+  const std::string before = m.token();
+  const char* bad[] = {
+      "",
+      "hello",
+      "dql:awq-int4-fp16:0x76543210",            // no step
+      "dql:nope-int4:0x76543210:step=1",         // unknown recipe
+      "dql:awq-int4-fp16:0xZZ:step=1",           // bad hex
+      "dql:awq-int4-fp16:0x123456789:step=1",    // nine digits
+      "dql:awq-int4-fp16:0x76543210:step=-1",    // negative
+      "dql:awq-int4-fp16:0x76543210:step=9999",  // past the end
+      "dql:awq-int4-fp16:0x76543210:step=2x",    // trailing junk
+      "dql:awq-int4-fp16:0x76543210:step=1:view=nowhere",
+      "dql:awq-int4-fp16:0x76543210:step=1:zoom=2",
+      "dql:awq-int4-fp16:0x76543210:step=1:absmax=0x3f000000",  // absmax on a recipe without it
+  };
+  for (const char* t : bad) {
+    CAPTURE(t);
+    why.clear();
+    CHECK_FALSE(m.restore(t, &why));
+    CHECK(!why.empty());
+    CHECK(m.token() == before);
+  }
+  CHECK_FALSE(m.restore("dql:awq-int4-fp16:0x76543210:step=9999", &why));
+  CHECK(why.find("past the end") != std::string::npos);
+  CHECK_FALSE(m.restore("dql:nope:0x1:step=1", &why));
+  CHECK(why.find("awq-int4-fp16") != std::string::npos);  // lists what is accepted
+}
+
+TEST_CASE("open_step_in_view: a lop3 step opens the LOP3 view on its operands, a prmt step the PRMT view") {
+  Model m = fresh();
+  int lop = -1;
+  for (size_t s = 0; s < m.trace.steps.size(); ++s) {
+    if (m.trace.steps[s].kind == recipes::OpKind::Lop3) lop = static_cast<int>(s);
+  }
+  REQUIRE(lop >= 0);
+  const auto& s = m.trace.steps[lop];
+  m.lop3_lut = 0;
+  m.open_step_in_view(lop);
+  CHECK(m.view == ViewId::Lop3);
+  CHECK(m.step == lop);
+  CHECK(m.lop3_lut == s.imm);
+  CHECK(m.lop3_a == s.srcs[0].value);
+  CHECK(m.lop3_c == s.srcs[2].value);
+  CHECK(dql::bits::soft_lop3(m.lop3_a, m.lop3_b, m.lop3_c, m.lop3_lut) == s.value);
+
+  std::string why;
+  REQUIRE(m.restore("dql:ft-uint8-fp16:0x80ff017f:step=0", &why));
+  int pr = -1;
+  for (size_t i = 0; i < m.trace.steps.size(); ++i) {
+    if (m.trace.steps[i].kind == recipes::OpKind::Prmt) pr = static_cast<int>(i);
+  }
+  REQUIRE(pr >= 0);
+  m.open_step_in_view(pr);
+  CHECK(m.view == ViewId::Prmt);
+  CHECK(dql::bits::soft_prmt(m.prmt_a, m.prmt_b, m.prmt_sel) == m.trace.steps[pr].value);
+  // Other kinds leave the view alone.
+  m.view = ViewId::Stepper;
+  m.open_step_in_view(0);
+  CHECK(m.view == ViewId::Stepper);
+}
+
+TEST_CASE("settings: defaults, round trip, corrupt file reported") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dql-gui-settings-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::string problem;
+  dql::gui::Settings s = dql::gui::load_settings(dir.string(), &problem);
+  CHECK(problem.empty());
+  CHECK(s.view == "stepper");
+  s.width = 1234;
+  s.view = "prmt";
+  s.state = "dql:awq-int4-fp16:0x76543210:step=5";
+  REQUIRE(dql::gui::save_settings(dir.string(), s, &problem));
+  CHECK_FALSE(fs::exists(dir / "settings.json.tmp"));
+  const dql::gui::Settings back = dql::gui::load_settings(dir.string(), &problem);
+  CHECK(problem.empty());
+  CHECK(back.width == 1234);
+  CHECK(back.view == "prmt");
+  CHECK(back.state == s.state);
+  { std::ofstream(dir / "settings.json") << "{ \"width\": 12"; }
+  const dql::gui::Settings corrupt = dql::gui::load_settings(dir.string(), &problem);
+  CHECK(problem.find("not valid JSON") != std::string::npos);
+  CHECK(corrupt.width == dql::gui::Settings{}.width);
+  { std::ofstream(dir / "settings.json") << "{ \"width\": \"wide\" }"; }
+  problem.clear();
+  dql::gui::load_settings(dir.string(), &problem);
+  CHECK(problem.find("wrong type") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("exact decimal expansion of float patterns") {
+  using dql::gui::exact_decimal;
+  namespace bits = dql::bits;
+  CHECK(exact_decimal(0x6400, bits::kF16) == "1024");
+  CHECK(exact_decimal(0x3C00, bits::kF16) == "1");
+  CHECK(exact_decimal(0xBC00, bits::kF16) == "-1");
+  CHECK(exact_decimal(0x0001, bits::kF16) == "0.000000059604644775390625");  // 2^-24
+  CHECK(exact_decimal(0x3DCCCCCDu, bits::kF32) == "0.100000001490116119384765625");
+  CHECK(exact_decimal(0x7F7FFFFFu, bits::kF32) == "340282346638528859811704183484516925440");
+  CHECK(exact_decimal(0x7C00, bits::kF16) == "inf");
+  CHECK(exact_decimal(0x7E00, bits::kF16) == "nan");
+  CHECK(exact_decimal(0x8000, bits::kF16) == "-0");
+  CHECK(dql::gui::number_text(0.1) == "0.1");
+}
