@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/bench/bench.hpp"
+#include "kernels/gemv/gemv.hpp"
 #include "kernels/quant/quant.hpp"
 #include "kernels/recipes/catalog.hpp"
 #include "kernels/tensor/tensor.hpp"
@@ -43,6 +44,16 @@ struct QuantizedMatrix {
   std::vector<float> absmax;     // nf4: [N, K / B]
 };
 
+// Y = X W^T with W the dequantized [N, K] weight of a QuantizedMatrix (see gemv/gemv.hpp).
+struct GemvRequest {
+  gemv::Path path = gemv::Path::Fast;
+  recipes::OutType dtype = recipes::OutType::F16;  // of X, the bias and Y
+  int64_t m = 1;                                   // rows of X (tokens); up to 256
+  std::vector<uint16_t> x;                         // [M, K] fp16 / bf16 bits
+  std::vector<uint16_t> bias;                      // [N] bits, or empty for none
+  gemv::Epilogue epi;
+};
+
 struct VerifyResult {
   uint64_t checked = 0;
   uint64_t mismatches = 0;
@@ -65,6 +76,8 @@ class Backend {
   // The value of every step's destination register, in trace order.
   virtual std::vector<uint32_t> trace_values(recipes::RecipeId id, const recipes::Inputs& in) = 0;
   virtual VerifyResult verify(recipes::RecipeId id) = 0;
+  // [M, N] fp16 / bf16 bits.
+  virtual std::vector<uint16_t> gemv(const QuantizedMatrix& w, const GemvRequest& r) = 0;
   // A case ready to time: buffers allocated and filled with random data.
   virtual std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) = 0;
 };
@@ -80,6 +93,12 @@ std::unique_ptr<Backend> make_backend(const std::string& choice, std::string* no
 // Checks shared by both backends; throw dql::Error naming the problem and what is accepted.
 void check_quant_shape(const QuantSpec& spec, int64_t n, int64_t k);
 void check_permute_shape(int bits, int64_t n, int64_t k);
+// Which weight formats each path reads, M from 1 to 256, X and bias sizes; the sentence says
+// what would be accepted.
+void check_gemv(const QuantizedMatrix& w, const GemvRequest& r);
+// The recipe that dequantizes `w` to `dtype` for the cuBLAS baseline and the float64 check.
+recipes::RecipeId dequant_recipe_for(const QuantSpec& spec, recipes::OutType dtype);
+
 // The recipes that read a format, the first being the default.
 std::vector<recipes::RecipeId> recipes_for(const QuantSpec& spec);
 

@@ -8,6 +8,7 @@
 
 #include "backend.hpp"
 #include "host_steps.hpp"
+#include "kernels/gemv/gemv_cpu.hpp"
 #include "kernels/recipes/reference.hpp"
 #include "parallel.hpp"
 
@@ -100,6 +101,20 @@ class CpuBenchTarget final : public BenchTarget {
         };
         break;
       }
+      case BenchKind::Gemv: {
+        QuantSpec spec{c.scheme, c.layout, c.group};
+        wq_ = random_quantized(spec, n, k, 11);
+        req_ = random_gemv_request(c, 12);
+        if (c.path == gemv::Path::Cublas) {
+          auto cpu = make_cpu_backend();
+          deq_ = cpu->dequantize(wq_, dequant_recipe_for(spec, c.dtype));
+        }
+        run_ = [this] {
+          const gemv::Problem p{req_.path, req_.dtype, req_.m, req_.x.data(), req_.bias.data(), req_.epi};
+          out16_ = gemv::gemv_cpu(weights_of(wq_), p, &deq_);
+        };
+        break;
+      }
       case BenchKind::Permute: {
         a_ = random_words(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32), 7, ~0u, 0u);
         b_.resize(a_.size());
@@ -138,18 +153,10 @@ class CpuBenchTarget final : public BenchTarget {
   quant::QuantArgs q_{};
   quant::PackArgs p_{};
   quant::PermuteArgs pm_{};
+  QuantizedMatrix wq_;
+  GemvRequest req_;
+  std::vector<uint16_t> deq_;
 
-  static std::vector<uint32_t> random_words(size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {
-    std::vector<uint32_t> v(n);
-    parallel_items(static_cast<int64_t>(n), [&](int64_t i) {
-      uint64_t x = seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(i + 1);
-      x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-      x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-      x ^= x >> 31;
-      v[static_cast<size_t>(i)] = (static_cast<uint32_t>(x) & and_mask) | or_mask;
-    });
-    return v;
-  }
 };
 
 class CpuBackend final : public Backend {
@@ -224,6 +231,14 @@ class CpuBackend final : public Backend {
     std::vector<uint32_t> v;
     for (const auto& s : recipes::trace_recipe(id, in).steps) v.push_back(s.value);
     return v;
+  }
+
+  std::vector<uint16_t> gemv(const QuantizedMatrix& w, const GemvRequest& r) override {
+    check_gemv(w, r);
+    std::vector<uint16_t> deq;
+    if (r.path == gemv::Path::Cublas) deq = dequantize(w, dequant_recipe_for(w.spec, r.dtype));
+    const gemv::Problem p{r.path, r.dtype, r.m, r.x.data(), r.bias.empty() ? nullptr : r.bias.data(), r.epi};
+    return gemv::gemv_cpu(weights_of(w), p, &deq);
   }
 
   std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) override {

@@ -1,4 +1,5 @@
 // The GPU backend: host data in, host data out; each step runs the CUDA kernels in kernels/cuda.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -9,6 +10,7 @@
 #include "backend.hpp"
 #include "host_steps.hpp"
 #include "kernels/cuda/fast.hpp"
+#include "kernels/cuda/gemv.hpp"
 #include "kernels/cuda/launch.hpp"
 
 namespace dql {
@@ -20,6 +22,46 @@ void check(cudaError_t e, const char* what) {
 }
 void check(const std::string& err) {
   if (!err.empty()) throw Error(err);
+}
+
+void check(cublasStatus_t e, const char* what) {
+  if (e != CUBLAS_STATUS_SUCCESS) throw Error(fmt::format("{} failed in cuBLAS (status {})", what, static_cast<int>(e)));
+}
+
+// One cuBLAS handle per process, made on first use.
+cublasHandle_t cublas() {
+  static cublasHandle_t h = [] {
+    cublasHandle_t x = nullptr;
+    check(cublasCreate(&x), "cublasCreate");
+    return x;
+  }();
+  return h;
+}
+
+// Y [M, N] = X [M, K] W^T with W [N, K] row-major in fp16 / bf16, fp32 accumulation: the baseline.
+// Column-major view: Y^T (N x M) = W (the K x N array transposed) times X^T (K x M).
+void cublas_product(recipes::OutType t, int64_t m, int64_t n, int64_t k, const void* x, const void* w, void* y) {
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType dt = t == recipes::OutType::F16 ? CUDA_R_16F : CUDA_R_16BF;
+  check(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                     static_cast<int>(k), &alpha, w, dt, static_cast<int>(k), x, dt, static_cast<int>(k), &beta, y,
+                     dt, static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "the fp16 / bf16 product");
+}
+
+int compute_capability() {
+  int dev = 0, major = 0, minor = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return 10 * major + minor;
+}
+
+int multiprocessors() {
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  return sms;
 }
 
 // A device allocation that frees itself.
@@ -113,6 +155,46 @@ class CudaBenchTarget final : public BenchTarget {
         launch_ = [this, words, scales] { check(cuda::fast_quant_plain(q_, words, scales, false)); };
         break;
       }
+      case BenchKind::Gemv: {
+        const QuantSpec spec{c.scheme, c.layout, c.group};
+        const bool f16 = c.dtype == recipes::OutType::F16;
+        const size_t groups = group_count(spec, n, k);
+        const uint16_t* x = reinterpret_cast<uint16_t*>(random_words(static_cast<size_t>(c.m * k + 1) / 2, 8,
+                                                                     f16 ? 0x83FF83FFu : 0x807F807Fu,
+                                                                     f16 ? 0x38003800u : 0x3F003F00u));
+        const uint16_t* bias = reinterpret_cast<uint16_t*>(random_words(static_cast<size_t>(n + 1) / 2, 9,
+                                                                        f16 ? 0x83FF83FFu : 0x807F807Fu,
+                                                                        f16 ? 0x30003000u : 0x3E003E00u));
+        uint16_t* y = alloc<uint16_t>(static_cast<size_t>(c.m * n));
+        gemv::Problem p{c.path, c.dtype, c.m, x, bias, gemv::Epilogue{}};
+        if (c.path == gemv::Path::Cublas) {
+          const uint16_t* w16 = reinterpret_cast<uint16_t*>(random_words(static_cast<size_t>(elems + 1) / 2, 10,
+                                                                         f16 ? 0x87FF87FFu : 0x80FF80FFu,
+                                                                         f16 ? 0x1C001C00u : 0x3B803B80u));
+        const int64_t m = c.m;
+          launch_ = [=] { cublas_product(c.dtype, m, n, k, x, w16, y); };
+          break;
+        }
+        gemv_ = cuda::GemvLaunch{};
+        gemv_.w = gemv::Weights{c.scheme,
+                                c.layout,
+                                n,
+                                k,
+                                c.group,
+                                random_words(qword_count(spec, n, k), 11, ~0u, 0u),
+                                reinterpret_cast<uint16_t*>(random_words((groups + 1) / 2, 12, 0x07FF07FFu, 0x1C001C00u)),
+                                random_words(groups / 8 + 1, 13, ~0u, 0u),
+                                reinterpret_cast<float*>(random_words(groups, 14, 0x007FFFFFu, 0x3F800000u))};
+        gemv_.p = p;
+        gemv_.y = y;
+        const size_t ws = cuda::gemv_workspace_bytes(gemv_.w, c.m);
+        gemv_.workspace = alloc<uint8_t>(ws);
+        check(cudaMemset(gemv_.workspace, 0, ws), "clearing the GEMV workspace");
+        gemv_.sms = multiprocessors();
+        gemv_.cc = compute_capability();
+        launch_ = [this] { check(cuda::gemv_run(gemv_, false)); };
+        break;
+      }
       case BenchKind::Permute: {
         const size_t words = static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32);
         pm_ = quant::PermuteArgs{quant::scheme_bits(c.scheme), n, k, random_words(words, 7, ~0u, 0u),
@@ -153,6 +235,7 @@ class CudaBenchTarget final : public BenchTarget {
   quant::DequantArgs dq_{};
   quant::QuantArgs q_{};
   quant::PermuteArgs pm_{};
+  cuda::GemvLaunch gemv_{};
 
   template <class T>
   T* alloc(size_t n) {
@@ -272,6 +355,42 @@ class CudaBackend final : public Backend {
     std::vector<uint32_t> v = values.to_host();
     v.resize(static_cast<size_t>(n));
     return v;
+  }
+
+  std::vector<uint16_t> gemv(const QuantizedMatrix& w, const GemvRequest& r) override {
+    check_gemv(w, r);
+    const size_t out_n = static_cast<size_t>(r.m * w.n);
+    if (r.path == gemv::Path::Cublas) {
+      const std::vector<uint16_t> w16 = dequantize(w, dequant_recipe_for(w.spec, r.dtype));
+      require_memory(w16.size() * 2 + r.x.size() * 2 + out_n * 2);
+      DeviceArray<uint16_t> dw(w16), dx(r.x), db(r.bias), dy(out_n);
+      cublas_product(r.dtype, r.m, w.n, w.k, dx.get(), dw.get(), dy.get());
+      cuda::GemvLaunch L{};
+      L.w.n = w.n;
+      L.p = gemv::Problem{r.path, r.dtype, r.m, dx.get(), r.bias.empty() ? nullptr : db.get(), r.epi};
+      L.y = dy.get();
+      check(cuda::gemv_epilogue(L));
+      return dy.to_host();
+    }
+    gemv::Weights hw = weights_of(w);
+    const size_t ws_bytes = cuda::gemv_workspace_bytes(hw, r.m);
+    require_memory(w.qwords.size() * 4 + w.scales.size() * 2 + w.qzeros.size() * 4 + w.absmax.size() * 4 +
+                   r.x.size() * 2 + out_n * 2 + ws_bytes);
+    DeviceArray<uint32_t> qw(w.qwords), qz(w.qzeros);
+    DeviceArray<uint16_t> sc(w.scales), dx(r.x), db(r.bias), dy(out_n);
+    DeviceArray<float> am(w.absmax);
+    DeviceArray<uint8_t> ws(ws_bytes);
+    check(cudaMemset(ws.get(), 0, ws_bytes), "clearing the GEMV workspace");
+    cuda::GemvLaunch L{};
+    L.w = hw;
+    L.w.q = qw.get(), L.w.scales = sc.get(), L.w.qzeros = qz.get(), L.w.absmax = am.get();
+    L.p = gemv::Problem{r.path, r.dtype, r.m, dx.get(), r.bias.empty() ? nullptr : db.get(), r.epi};
+    L.y = dy.get();
+    L.workspace = ws.get();
+    L.sms = info_.sms;
+    L.cc = 10 * info_.cc_major + info_.cc_minor;
+    check(cuda::gemv_run(L));
+    return dy.to_host();
   }
 
   std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) override {

@@ -14,12 +14,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemv/gemv.hpp"
 #include "kernels/quant/quant.hpp"
 #include "kernels/recipes/recipes.hpp"
 
 namespace dql {
 
-enum class BenchKind : uint8_t { Copy, Dequant, Quant, Permute };
+enum class BenchKind : uint8_t { Copy, Dequant, Quant, Permute, Gemv };
 
 // One thing to time.
 struct BenchCase {
@@ -30,9 +31,16 @@ struct BenchCase {
   quant::Scheme scheme = quant::Scheme::Int4Sym;             // quant, permute (bits)
   bool forward = true;                                       // permute
   int64_t copy_bytes = 0;                                    // copy
+  // gemv / gemm: Y[M, N] = X[M, K] W^T with W in `layout` / `scheme` / `group`.
+  int64_t m = 1;
+  gemv::Path path = gemv::Path::Fast;
+  quant::Layout layout = quant::Layout::Ft;
+  recipes::OutType dtype = recipes::OutType::F16;
 
-  std::string kernel_name() const;  // e.g. "dequant/awq-int4-fp16", "quant/int4-sym", "permute/int4-fwd"
-  std::string shape_name() const;   // e.g. "8192x8192 g128"
+  // e.g. "dequant/awq-int4-fp16", "quant/int4-sym", "permute/int4-fwd", "gemv/w4a16-ft-fp16",
+  // "gemv/w4a16-ft-naive-fp16", "gemm/w4a16-ft-fp16" (M > 16), "gemv/cublas-fp16"
+  std::string kernel_name() const;
+  std::string shape_name() const;  // e.g. "8192x8192 g128", "M=1 28672x8192 g128"
   double bytes() const;             // every input byte read once plus every output byte written once
   double elements() const;
 };

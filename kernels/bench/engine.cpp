@@ -37,6 +37,20 @@ double packed_bytes(quant::Scheme scheme, int64_t n, int64_t k, int group) {
   return b;
 }
 
+const char* dtype_short(recipes::OutType t) { return t == recipes::OutType::F16 ? "fp16" : "bf16"; }
+
+std::string gemv_kernel_name(const BenchCase& c) {
+  const char* family = c.m > 16 ? "gemm" : "gemv";
+  const char* dt = dtype_short(c.dtype);
+  if (c.path == gemv::Path::Cublas) return fmt::format("{}/cublas-{}", family, dt);
+  if (c.path == gemv::Path::Online) return fmt::format("{}/w8a8-online-{}", family, dt);
+  if (c.scheme == quant::Scheme::Nf4) return fmt::format("{}/nf4a16-{}", family, dt);
+  const char* w = quant::scheme_bits(c.scheme) == 8 ? "w8a16" : "w4a16";
+  const char* layout = c.layout == quant::Layout::Awq ? "awq" : (c.layout == quant::Layout::Ft ? "ft" : "plain");
+  const char* naive = c.path == gemv::Path::Naive ? "-naive" : "";
+  return fmt::format("{}/{}-{}{}-{}", family, w, layout, naive, dt);
+}
+
 }  // namespace
 
 quant::Scheme scheme_of_recipe(recipes::RecipeId id) {
@@ -66,6 +80,7 @@ std::string BenchCase::kernel_name() const {
     case BenchKind::Quant: return fmt::format("quant/{}", scheme_short(scheme));
     case BenchKind::Permute:
       return fmt::format("permute/int{}-{}", quant::scheme_bits(scheme), forward ? "fwd" : "inv");
+    case BenchKind::Gemv: return gemv_kernel_name(*this);
   }
   return "?";
 }
@@ -73,6 +88,12 @@ std::string BenchCase::kernel_name() const {
 std::string BenchCase::shape_name() const {
   if (kind == BenchKind::Copy) return fmt::format("{} MiB", copy_bytes >> 20);
   if (kind == BenchKind::Permute) return fmt::format("{}x{}", n, k);
+  if (kind == BenchKind::Gemv) {
+    if (path == gemv::Path::Cublas) return fmt::format("M={} {}x{}", m, n, k);
+    const char* g = scheme == quant::Scheme::Nf4 ? "b" : "g";
+    if (group == k) return fmt::format("M={} {}x{} per-ch", m, n, k);
+    return fmt::format("M={} {}x{} {}{}", m, n, k, g, group);
+  }
   const bool nf4 = (kind == BenchKind::Dequant && recipe == recipes::RecipeId::Nf4F16) ||
                    (kind == BenchKind::Quant && scheme == quant::Scheme::Nf4);
   if (group == k) return fmt::format("{}x{} per-ch", n, k);
@@ -80,6 +101,7 @@ std::string BenchCase::shape_name() const {
 }
 
 double BenchCase::elements() const {
+  if (kind == BenchKind::Gemv) return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   return kind == BenchKind::Copy ? static_cast<double>(copy_bytes)
                                  : static_cast<double>(n) * static_cast<double>(k);
 }
@@ -91,6 +113,11 @@ double BenchCase::bytes() const {
     case BenchKind::Dequant: return packed_bytes(scheme_of_recipe(recipe), n, k, group) + elems * 2.0;
     case BenchKind::Quant: return elems * 4.0 + packed_bytes(scheme, n, k, group);
     case BenchKind::Permute: return 2.0 * elems * quant::scheme_bits(scheme) / 8.0;
+    case BenchKind::Gemv: {
+      // The weight in its format (fp16 / bf16 for cuBLAS), X read and Y written once.
+      const double w = path == gemv::Path::Cublas ? elems * 2.0 : packed_bytes(scheme, n, k, group);
+      return w + 2.0 * static_cast<double>(m) * static_cast<double>(k + n);
+    }
   }
   return 0;
 }
@@ -198,6 +225,16 @@ std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& 
     if (control) ++control->done;
   }
   for (BenchRow& r : rows) {
+    if (r.c.kind != BenchKind::Gemv || r.c.path == gemv::Path::Cublas) continue;
+    for (const BenchRow& b : rows) {
+      if (b.c.kind == BenchKind::Gemv && b.c.path == gemv::Path::Cublas && b.c.m == r.c.m && b.c.n == r.c.n &&
+          b.c.k == r.c.k && b.c.dtype == r.c.dtype && r.stats.median_s > 0) {
+        r.speedup = b.stats.median_s / r.stats.median_s;
+        r.baseline = b.kernel;
+      }
+    }
+  }
+  for (BenchRow& r : rows) {
     if (r.c.kind != BenchKind::Dequant) continue;
     const auto base = baseline_of(r.c.recipe);
     if (!base) continue;
@@ -220,7 +257,49 @@ std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector
 }
 
 std::vector<BenchCase> default_bench_cases(int group) {
-  return bench_cases_for({{4096, 4096}, {8192, 8192}, {8192, 28672}}, group);
+  std::vector<BenchCase> cases = bench_cases_for({{4096, 4096}, {8192, 8192}, {8192, 28672}}, group);
+  for (BenchCase& c : gemv_bench_cases({{28672, 8192}}, {1, 16}, group)) cases.push_back(c);
+  for (BenchCase& c : gemv_bench_cases({{8192, 8192}}, {64, 256}, group)) cases.push_back(c);
+  return cases;
+}
+
+std::vector<BenchCase> gemv_bench_cases(const std::vector<std::pair<int64_t, int64_t>>& shapes,
+                                        const std::vector<int64_t>& ms, int group) {
+  using quant::Layout;
+  using quant::Scheme;
+  struct Variant {
+    gemv::Path path;
+    Scheme scheme;
+    Layout layout;
+    int group;  // 0: the bench's group size; -1: one scale per output channel
+  };
+  const Variant variants[] = {
+      {gemv::Path::Cublas, Scheme::Int4Sym, Layout::Ft, 0},  {gemv::Path::Fast, Scheme::Int4Sym, Layout::Ft, 0},
+      {gemv::Path::Naive, Scheme::Int4Sym, Layout::Ft, 0},   {gemv::Path::Fast, Scheme::Int8Sym, Layout::Ft, -1},
+      {gemv::Path::Naive, Scheme::Int8Sym, Layout::Ft, -1},  {gemv::Path::Fast, Scheme::Int4Asym, Layout::Awq, 0},
+      {gemv::Path::Fast, Scheme::Nf4, Layout::Plain, 64},    {gemv::Path::Online, Scheme::Int8Sym, Layout::Plain, 0},
+  };
+  std::vector<BenchCase> cases;
+  for (const auto& [n, k] : shapes) {
+    for (int64_t m : ms) {
+      for (const Variant& v : variants) {
+        if (m > 16 && v.path != gemv::Path::Cublas &&
+            !(v.layout == Layout::Ft && v.scheme == Scheme::Int4Sym)) {
+          continue;  // beyond the GEMV's 16 rows: the tensor-core W4A16 GEMM and its baselines
+        }
+        BenchCase c;
+        c.kind = BenchKind::Gemv;
+        c.n = n, c.k = k, c.m = m;
+        c.path = v.path;
+        c.scheme = v.scheme;
+        c.layout = v.layout;
+        c.group = v.group == 0 ? group : (v.group < 0 ? static_cast<int>(k) : v.group);
+        if (v.path == gemv::Path::Online && c.group > 128) c.group = 128;
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
 }
 
 std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int64_t>>& shapes, int group) {
@@ -253,6 +332,7 @@ std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int6
       }
     }
   }
+  for (BenchCase& c : gemv_bench_cases(shapes, {1, 16}, group)) cases.push_back(c);
   return cases;
 }
 

@@ -4,6 +4,7 @@
 // move, differs. notes/performance.md has the reasoning and the figures.
 #include <cuda_runtime.h>
 
+#include "codebook.cuh"
 #include "fast.hpp"
 
 namespace dql::cuda {
@@ -59,16 +60,6 @@ __device__ void warp_store(uint4* run, uint4* stage, const uint4 (&mine)[P]) {
 
 // ---- dequant, plain layouts: four words per thread, each word's results in one store ----------
 
-// The NF4 code book held one entry per lane (lanes 16..31 repeat 0..15): an entry is a shuffle
-// away, with no divergent lookups. Every lane of the warp must take part in each fetch.
-struct WarpCodeBook {
-  static constexpr bool kTrace = false;
-  uint32_t lane_entry;
-  __device__ uint32_t nf4_entry(uint32_t code) const {
-    return __shfl_sync(0xFFFFFFFFu, lane_entry, static_cast<int>(code));
-  }
-};
-
 // A unit is 8 consecutive elements of a row (one int4 word, two int8 words), written as one
 // 16-byte store; a thread takes U units kThreads apart, all loads issued first. U is 8 when a
 // row has at least 2048 units and 4 otherwise, so that short rows leave no threads idle
@@ -77,23 +68,6 @@ int units_for_row(int64_t row_units) { return row_units >= 2048 ? 8 : 4; }
 
 // The grid is 2-D (units of a row, rows), so no thread divides a 64-bit index: the row comes from
 // blockIdx.y, the group from a shift (G is a power of two) or is 0 (one scale per row).
-// Entry (lane % 16) of the NF4 code book, picked by selects on the lane's bits rather than by a
-// switch (which would diverge sixteen ways at the start of every thread).
-__device__ uint32_t lane_code_book_entry() {
-  const uint32_t l = threadIdx.x & 15u;
-  uint32_t e8[8], e4[4], e2[2];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    e8[i] = (l & 8u) ? recipes::nf4_code_bits(static_cast<uint32_t>(i + 8))
-                     : recipes::nf4_code_bits(static_cast<uint32_t>(i));
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) e4[i] = (l & 4u) ? e8[i + 4] : e8[i];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) e2[i] = (l & 2u) ? e4[i + 2] : e4[i];
-  return (l & 1u) ? e2[1] : e2[0];
-}
-
 template <RecipeId Id, int kUnits>
 __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, int group_shift) {
   constexpr int E = recipes::recipe_elems(Id);

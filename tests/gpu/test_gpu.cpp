@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "../gemv_cases.hpp"
 #include "gpu_kernels.hpp"
 #include "kernels/backend/backend.hpp"
 #include "kernels/bits/arith.hpp"
@@ -283,6 +284,71 @@ TEST_CASE("verify: every recipe on all 2^32 registers") {
                 r.seconds);
     CHECK(r.exhaustive);
     CHECK(r.mismatches == 0);
+  }
+}
+
+TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside the CPU twin") {
+  std::string why;
+  auto gpu = make_cuda_backend(&why);
+  REQUIRE_MESSAGE(gpu != nullptr, why);
+  auto cpu = make_cpu_backend();
+  using quant::Layout;
+  using quant::Scheme;
+  using recipes::OutType;
+  struct Case {
+    QuantSpec spec;
+    gemv::Path path;
+  };
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{128, 512}, {256, 2048}};
+  if (kInputs >= (size_t{1} << 26)) shapes.push_back({4096, 4096});
+  for (const auto& [n, k] : shapes) {
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + 3 * k), n, k);
+    const Case cases[] = {{{Scheme::Int4Sym, Layout::Ft, 128}, gemv::Path::Fast},
+                          {{Scheme::Int4Sym, Layout::Ft, 64}, gemv::Path::Fast},
+                          {{Scheme::Int4Sym, Layout::Ft, static_cast<int>(k)}, gemv::Path::Fast},
+                          {{Scheme::Int8Sym, Layout::Ft, static_cast<int>(k)}, gemv::Path::Fast},
+                          {{Scheme::Int8Sym, Layout::Ft, 128}, gemv::Path::Fast},
+                          {{Scheme::Int4Asym, Layout::Awq, 128}, gemv::Path::Fast},
+                          {{Scheme::Nf4, Layout::Plain, 64}, gemv::Path::Fast},
+                          {{Scheme::Int8Sym, Layout::Plain, 64}, gemv::Path::Online},
+                          {{Scheme::Int8Sym, Layout::Plain, 128}, gemv::Path::Online},
+                          {{Scheme::Int4Sym, Layout::Ft, 128}, gemv::Path::Cublas}};
+    for (const Case& c : cases) {
+      const QuantizedMatrix q = cpu->quantize(w, c.spec);
+      const bool ft = c.spec.layout == Layout::Ft;
+      const bool gemm = ft && c.spec.scheme == Scheme::Int4Sym && c.path == gemv::Path::Fast;
+      std::vector<int64_t> ms = {1, 3, 8, 9, 16};
+      if (gemm) ms.insert(ms.end(), {40, 256});
+      for (OutType t : {OutType::F16, OutType::BF16}) {
+        if (t == OutType::BF16 && !(ft || c.path == gemv::Path::Online)) continue;
+        for (int64_t m : ms) {
+          gemv::Epilogue epi;
+          epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
+          const GemvRequest r = test::make_request(c.path, t, m, n, k, static_cast<uint64_t>(7 * m + n), epi);
+          const auto yg = gpu->gemv(q, r);
+          const auto yc = cpu->gemv(q, r);
+          const auto ref = test::reference(*cpu, q, r);
+          const auto eg = gemv::compare(yg, ref, t), ec = gemv::compare(yc, ref, t);
+          const double goal = t == OutType::F16 ? 1e-3 : 1e-2;
+          const bool exact = yg == yc;
+          std::printf("%5lldx%-5lld %-6s scheme %d layout %d g%-5d %s M=%-3lld rel err GPU %.2e CPU %.2e%s\n",
+                      static_cast<long long>(n), static_cast<long long>(k), gemv::path_name(c.path),
+                      static_cast<int>(c.spec.scheme), static_cast<int>(c.spec.layout), c.spec.group,
+                      t == OutType::F16 ? "fp16" : "bf16", static_cast<long long>(m), eg.rel_l2, ec.rel_l2,
+                      exact ? ", equal bits" : "");
+          CHECK(eg.rel_l2 < (c.path == gemv::Path::Online ? 2e-2 : goal));
+          // The online path adds its block sums in the twin's order: the same bits.
+          if (c.path == gemv::Path::Online) CHECK(exact);
+          if (ft && c.path == gemv::Path::Fast) {
+            // The same kernel with the per-element conversion: the same values, so within the goal
+            // too (bits may differ where K is split across blocks: fp32 partial sums meet in any order).
+            GemvRequest rn = r;
+            rn.path = gemv::Path::Naive;
+            CHECK(gemv::compare(gpu->gemv(q, rn), ref, t).rel_l2 < goal);
+          }
+        }
+      }
+    }
   }
 }
 

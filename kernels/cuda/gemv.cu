@@ -1,0 +1,720 @@
+// The GEMV / GEMM kernels: Y = X W^T with W in a packed format. Values come from the shared
+// pieces in gemv/gemv.hpp (word conversion, activation quantization, epilogue); the
+// arrangement (who does what, how bytes move) is described with each kernel and measured in
+// notes/performance.md.
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "codebook.cuh"
+#include "gemv.hpp"
+
+namespace dql::cuda {
+
+namespace {
+
+using gemv::Path;
+using recipes::OutType;
+
+std::string status(const char* what, bool wait) {
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess && wait) e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) return {};
+  return std::string(what) + " failed on the GPU: " + cudaGetErrorString(e);
+}
+
+size_t align256(size_t b) { return (b + 255) & ~size_t{255}; }
+
+// Workspace: fp32 partial sums [M, N], one arrival counter per output tile, and for the online
+// path the int8 activations [M, K] with their block parameters [M, K / G].
+struct Workspace {
+  float* sums;
+  unsigned* counters;
+  int8_t* aq;
+  gemv::ActBlock* ab;
+};
+
+constexpr int64_t kMaxCounters = 1 << 16;
+
+Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
+  char* p = static_cast<char*>(base);
+  Workspace ws;
+  ws.sums = reinterpret_cast<float*>(p);
+  p += align256(static_cast<size_t>(m * w.n) * 4);
+  ws.counters = reinterpret_cast<unsigned*>(p);
+  p += align256(kMaxCounters * 4);
+  ws.aq = reinterpret_cast<int8_t*>(p);
+  p += align256(static_cast<size_t>(m * w.k));
+  ws.ab = reinterpret_cast<gemv::ActBlock*>(p);
+  return ws;
+}
+
+// ---- tensor-core helpers ----------------------------------------------------------------------
+
+template <OutType T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                          uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+  if constexpr (T == OutType::F16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+#elif __CUDA_ARCH__ >= 750
+  if constexpr (T == OutType::F16) {  // Turing: two k8 halves
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(b0));
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a2), "r"(a3), "r"(b1));
+  } else {
+    __trap();  // bf16 tensor cores need sm_80; the launcher refuses before this
+  }
+#else
+  __trap();
+#endif
+}
+
+__device__ __forceinline__ void mma_16832_s8(int (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                             uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  __trap();  // int8 m16n8k32 needs sm_80; the launcher refuses before this
+#endif
+}
+
+// ---- split-K across blocks: partial sums meet in the workspace; the last block to arrive ---
+// ---- runs the epilogue and leaves the workspace and the counter at zero again.          ---
+
+struct Out {
+  uint16_t* y;
+  const uint16_t* bias;
+  gemv::Epilogue epi;
+  int64_t m, n;
+};
+
+template <OutType T>
+__device__ __forceinline__ void write_out(const Out& o, int64_t tok, int64_t ch, float v) {
+  if (tok >= o.m) return;
+  const float b = o.bias ? gemv::act_to_f32(o.bias[ch], T) : 0.0f;
+  o.y[tok * o.n + ch] = gemv::epilogue(v, b, o.epi, T);
+}
+
+// Every thread of the block calls this with the same (done, total); `each(fn)` calls fn(tok, ch,
+// value) for the thread's outputs.
+template <OutType T, class Each>
+__device__ void finish_tile(const Out& o, float* sums, unsigned* counter, int done, int total, Each each) {
+  if (done == total) {  // the whole K in this block: no workspace
+    each([&](int64_t tok, int64_t ch, float v) { write_out<T>(o, tok, ch, v); });
+    return;
+  }
+  each([&](int64_t tok, int64_t ch, float v) {
+    if (tok < o.m) atomicAdd(sums + tok * o.n + ch, v);
+  });
+  __threadfence();
+  __syncthreads();
+  __shared__ int last;
+  if (threadIdx.x == 0) {
+    const unsigned before = atomicAdd(counter, static_cast<unsigned>(done));
+    last = before + static_cast<unsigned>(done) == static_cast<unsigned>(total);
+    if (last) *counter = 0u;
+  }
+  __syncthreads();
+  if (last) {
+    __threadfence();
+    each([&](int64_t tok, int64_t ch, float) {
+      if (tok >= o.m) return;
+      float* p = sums + tok * o.n + ch;
+      const float v = __ldcg(p);
+      *p = 0.0f;
+      write_out<T>(o, tok, ch, v);
+    });
+  }
+  __syncthreads();
+}
+
+// ---- W4A16 / W8A16 on the mixed-GEMM layout, tensor cores --------------------------------------
+//
+// A warp owns 16 output channels (the A operand of mma.m16n8k16: weights as rows, so that
+// M = 1 wastes no tensor-core rows) and NT tiles of 8 tokens (the B operand). Lane (g, r) =
+// (lane / 4, lane % 4) reads, per step of KSTEP along K, WPT words of channel g and of channel
+// g + 8: its own contiguous chunk of the layout, one vector load each. The chunk's values, in
+// the order the recipe produces them, go straight into the fragment registers: the sum over K
+// does not care which k a fragment slot holds, as long as X supplies the same k, so the only
+// cost of the layout is picking X's values in that order (register selection, no shuffles).
+//
+// The fp32 sum of a group stays in the mma accumulators and meets its scale once per group
+// (one FFMA per output), not once per weight.
+//
+// Work is split evenly across a grid sized to the GPU (stream-K): block b takes units
+// [b U / grid, (b + 1) U / grid) of the U = tiles x steps, so no wave is left half full.
+constexpr int kWarps = 4;
+
+template <int BITS, int WPT>
+struct FtShape {
+  static constexpr int E = 32 / BITS;                // elements per word
+  static constexpr int PPW = E / 2;                  // element pairs per word
+  static constexpr int KSTEP = 4 * WPT * E;          // K per warp step
+  static constexpr int MMAS = WPT * PPW / 2;         // mma.m16n8k16 per step and token tile
+  static constexpr int I = BITS == 4 ? 4 : 2;        // interleaved columns
+  static constexpr int V = 64 / E;                   // words of one column per 64-row tile
+  static constexpr int RG = BITS == 4 ? 32 : 16;     // row-permutation group
+};
+
+struct FtArgs {
+  const uint32_t* q;
+  const uint16_t* scales;  // [K / G, N]
+  const uint16_t* x;       // [M, K]
+  int64_t n, k, m;
+  int group;
+  int mchunks;  // token chunks of 8 * NT
+  Out out;
+  float* sums;
+  unsigned* counters;
+};
+
+template <int WPT>
+struct Words {
+  uint32_t v[WPT];
+};
+
+template <int WPT>
+__device__ __forceinline__ Words<WPT> load_words(const uint32_t* p) {
+  Words<WPT> w;
+  if constexpr (WPT == 4) {
+    const uint4 t = __ldcs(reinterpret_cast<const uint4*>(p));
+    w.v[0] = t.x, w.v[1] = t.y, w.v[2] = t.z, w.v[3] = t.w;
+  } else {
+    const uint2 t = __ldcs(reinterpret_cast<const uint2*>(p));
+    w.v[0] = t.x, w.v[1] = t.y;
+  }
+  return w;
+}
+
+template <int WPT>
+__device__ __forceinline__ Words<WPT> load_x(const uint16_t* p) {
+  Words<WPT> w;
+  if constexpr (WPT == 4) {
+    const uint4 t = __ldg(reinterpret_cast<const uint4*>(p));
+    w.v[0] = t.x, w.v[1] = t.y, w.v[2] = t.z, w.v[3] = t.w;
+  } else {
+    const uint2 t = __ldg(reinterpret_cast<const uint2*>(p));
+    w.v[0] = t.x, w.v[1] = t.y;
+  }
+  return w;
+}
+
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+__global__ void __launch_bounds__(kWarps * 32) ft_mma_kernel(FtArgs a) {
+  using S = FtShape<BITS, WPT>;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
+  const int64_t tiles = a.n / (16 * kWarps), steps = a.k / S::KSTEP;
+  const int64_t units = static_cast<int64_t>(a.mchunks) * tiles * steps;
+  const int64_t u_begin = blockIdx.x * units / gridDim.x, u_end = (blockIdx.x + 1) * units / gridDim.x;
+  const int64_t wptc = a.k * S::I / S::E;  // words per column group
+  const int steps_per_group = a.group / S::KSTEP;
+
+  for (int64_t u = u_begin; u < u_end;) {
+    const int64_t seg = u / steps, s0 = u % steps;
+    const int64_t s1 = min(steps, s0 + (u_end - u));
+    const int64_t mc = seg / tiles, tile = seg % tiles;
+    const int64_t ch0 = tile * 16 * kWarps + warp * 16 + g, ch1 = ch0 + 8;
+    const uint32_t* col0 = a.q + (ch0 / S::I) * wptc + S::V * (ch0 % S::I);
+    const uint32_t* col1 = a.q + (ch1 / S::I) * wptc + S::V * (ch1 % S::I);
+    // Tokens of this lane's B fragments: tile t holds tokens mc * 8NT + 8t + g.
+    const int64_t tok_b = mc * 8 * NT + g;
+
+    // Step s: the lane's chunk starts at column word cw = s * 4 WPT + r * WPT.
+    const auto word_offset = [&](int64_t s) {
+      const int64_t cw = s * 4 * WPT + r * WPT;
+      return S::I * S::V * (cw / S::V) + cw % S::V;
+    };
+    const auto k_base = [&](int64_t s) {
+      const int64_t cw = s * 4 * WPT + r * WPT;
+      const int wi = static_cast<int>(cw % S::V);
+      return 64 * (cw / S::V) + S::RG * (wi / 4) + 2 * (wi % 4);
+    };
+
+    float acc[NT][4] = {}, grp[NT][4] = {};
+    Words<WPT> w0 = load_words<WPT>(col0 + word_offset(s0));
+    Words<WPT> w1 = load_words<WPT>(col1 + word_offset(s0));
+    for (int64_t s = s0; s < s1; ++s) {
+      Words<WPT> n0{}, n1{};
+      if (s + 1 < s1) {
+        n0 = load_words<WPT>(col0 + word_offset(s + 1));
+        n1 = load_words<WPT>(col1 + word_offset(s + 1));
+      }
+      // X for this step: run p of WPT pairs at k_base + 8p, per token tile.
+      Words<WPT> xr[NT][S::PPW];
+      const int64_t kb = k_base(s);
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int64_t tok = tok_b + 8 * t;
+#pragma unroll
+        for (int p = 0; p < S::PPW; ++p) {
+          xr[t][p] = tok < a.m ? load_x<WPT>(a.x + tok * a.k + kb + 8 * p) : Words<WPT>{};
+        }
+      }
+      // The words' values, pair q = u * PPW + p.
+      uint32_t pa[WPT * S::PPW], pb[WPT * S::PPW];
+#pragma unroll
+      for (int i = 0; i < WPT; ++i) {
+        gemv::ft_word_pairs<NAIVE>(BITS, T, w0.v[i], pa + i * S::PPW);
+        gemv::ft_word_pairs<NAIVE>(BITS, T, w1.v[i], pb + i * S::PPW);
+      }
+#pragma unroll
+      for (int j = 0; j < S::MMAS; ++j) {
+        const int q0 = 2 * j, q1 = 2 * j + 1;
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          const uint32_t b0 = xr[t][q0 % S::PPW].v[q0 / S::PPW], b1 = xr[t][q1 % S::PPW].v[q1 / S::PPW];
+          mma_16816<T>(grp[t], pa[q0], pb[q0], pa[q1], pb[q1], b0, b1);
+        }
+      }
+      const bool group_end = (s + 1) % steps_per_group == 0 || s + 1 == s1;
+      if (group_end) {
+        const int64_t gi = s * S::KSTEP / a.group;
+        const float sc0 = quant::half_to_f32(__ldg(a.scales + gi * a.n + ch0));
+        const float sc1 = quant::half_to_f32(__ldg(a.scales + gi * a.n + ch1));
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          acc[t][0] = fmaf(sc0, grp[t][0], acc[t][0]);
+          acc[t][1] = fmaf(sc0, grp[t][1], acc[t][1]);
+          acc[t][2] = fmaf(sc1, grp[t][2], acc[t][2]);
+          acc[t][3] = fmaf(sc1, grp[t][3], acc[t][3]);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) grp[t][i] = 0.0f;
+        }
+      }
+      w0 = n0;
+      w1 = n1;
+    }
+    const int64_t tok_c = mc * 8 * NT + 2 * r;
+    finish_tile<T>(a.out, a.sums, a.counters + seg, static_cast<int>(s1 - s0), static_cast<int>(steps),
+                   [&](auto&& fn) {
+#pragma unroll
+                     for (int t = 0; t < NT; ++t) {
+                       fn(tok_c + 8 * t, ch0, acc[t][0]);
+                       fn(tok_c + 8 * t + 1, ch0, acc[t][1]);
+                       fn(tok_c + 8 * t, ch1, acc[t][2]);
+                       fn(tok_c + 8 * t + 1, ch1, acc[t][3]);
+                     }
+                   });
+    u += s1 - s0;
+  }
+}
+
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  using S = FtShape<BITS, WPT>;
+  const auto kernel = ft_mma_kernel<BITS, WPT, T, NAIVE, NT>;
+  FtArgs a{};
+  a.q = L.w.q;
+  a.scales = L.w.scales;
+  a.x = L.p.x;
+  a.n = L.w.n, a.k = L.w.k, a.m = L.p.m;
+  a.group = L.w.group;
+  a.mchunks = static_cast<int>((L.p.m + 8 * NT - 1) / (8 * NT));
+  a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
+  a.sums = ws.sums;
+  a.counters = ws.counters;
+  const int64_t units = a.mchunks * (a.n / (16 * kWarps)) * (a.k / S::KSTEP);
+  static int per_sm = 0;  // asked once per kernel: a query per launch would sit inside the timings
+  if (per_sm == 0) cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0);
+  const int64_t grid = std::min<int64_t>(units, static_cast<int64_t>(std::max(1, per_sm)) * L.sms);
+  kernel<<<static_cast<unsigned>(grid), kWarps * 32>>>(a);
+  return status("the mixed-GEMM GEMV kernel", wait);
+}
+
+template <int BITS, int WPT, OutType T, bool NAIVE>
+std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  if (L.p.m <= 8) return launch_ft<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
+  if (L.p.m <= 16) return launch_ft<BITS, WPT, T, NAIVE, 2>(L, ws, wait);
+  return launch_ft<BITS, WPT, T, NAIVE, 4>(L, ws, wait);
+}
+
+template <int BITS, int WPT, bool NAIVE>
+std::string launch_ft_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  return L.p.dtype == OutType::F16 ? launch_ft_nt<BITS, WPT, OutType::F16, NAIVE>(L, ws, wait)
+                                   : launch_ft_nt<BITS, WPT, OutType::BF16, NAIVE>(L, ws, wait);
+}
+
+template <bool NAIVE>
+std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  if (L.w.scheme == quant::Scheme::Int8Sym) return launch_ft_t<8, 4, NAIVE>(L, ws, wait);
+  if (L.w.group % 128 == 0) return launch_ft_t<4, 4, NAIVE>(L, ws, wait);
+  return launch_ft_t<4, 2, NAIVE>(L, ws, wait);
+}
+
+// ---- the online int8 path ----------------------------------------------------------------------
+//
+// First every (token, K block) of X becomes int8 codes with a scale and an offset (one warp per
+// block), then an int8 x int8 -> int32 tensor-core product per block (mma.m16n8k32), each block's
+// integer sum turned to fp32 with the block's parameters:
+//   sum_k a_k w_k ~= sA sB (sum_k qa_k qw_k) + oA sB (sum_k qw_k)
+// The weight sums come from dp4a on the same words. No split along K, so the fp32 sums are added
+// in the CPU twin's order: the two agree bit for bit.
+
+struct ActQuantArgs {
+  const uint16_t* x;
+  int64_t m, k;
+  int group;
+  OutType t;
+  int8_t* aq;
+  gemv::ActBlock* ab;
+};
+
+__global__ void act_quant_kernel(ActQuantArgs a) {
+  const int64_t blocks = a.k / a.group;
+  const int64_t item = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (item >= a.m * blocks) return;
+  const int64_t base = (item / blocks) * a.k + (item % blocks) * a.group;
+  const int per = a.group / 32;  // 2 or 4
+  float v[4];
+  float lo = 3.4e38f, hi = -3.4e38f;
+  for (int i = 0; i < per; ++i) {
+    v[i] = gemv::act_to_f32(a.x[base + lane * per + i], a.t);
+    lo = fminf(lo, v[i]);
+    hi = fmaxf(hi, v[i]);
+  }
+  for (int o = 16; o > 0; o /= 2) {
+    lo = fminf(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, o));
+    hi = fmaxf(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, o));
+  }
+  const gemv::ActBlock b = gemv::act_block_params(lo, hi);
+  for (int i = 0; i < per; ++i) a.aq[base + lane * per + i] = static_cast<int8_t>(gemv::act_code(v[i], b));
+  if (lane == 0) a.ab[item] = b;
+}
+
+struct OnlineArgs {
+  const uint32_t* q;       // plain int8 [N, K]
+  const uint16_t* scales;  // [N, K / G]
+  const int8_t* aq;        // [M, K]
+  const gemv::ActBlock* ab;
+  int64_t n, k, m;
+  Out out;
+};
+
+// WPT words (4 int8 each) per lane and channel per step: G = 16 WPT.
+template <int WPT, OutType T, int NT>
+__global__ void __launch_bounds__(kWarps * 32) online_kernel(OnlineArgs a) {
+  constexpr int G = 16 * WPT;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
+  const int64_t ch0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * 16 + g, ch1 = ch0 + 8;
+  if (ch0 >= a.n) return;
+  const int64_t tok_b = static_cast<int64_t>(blockIdx.y) * 8 * NT + g;
+  const int64_t tok_c = static_cast<int64_t>(blockIdx.y) * 8 * NT + 2 * r;
+  const int64_t blocks = a.k / G;
+  const uint32_t* row0 = a.q + ch0 * a.k / 4;
+  const uint32_t* row1 = a.q + ch1 * a.k / 4;
+  float acc[NT][4] = {};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t w = b * G / 4 + r * WPT;
+    uint32_t wa[WPT], wb[WPT], xa[NT][WPT];
+#pragma unroll
+    for (int i = 0; i < WPT; i += 4) {
+      const uint4 t0 = __ldcs(reinterpret_cast<const uint4*>(row0 + w + i));
+      const uint4 t1 = __ldcs(reinterpret_cast<const uint4*>(row1 + w + i));
+      wa[i] = t0.x, wa[i + 1] = t0.y, wa[i + 2] = t0.z, wa[i + 3] = t0.w;
+      wb[i] = t1.x, wb[i + 1] = t1.y, wb[i + 2] = t1.z, wb[i + 3] = t1.w;
+    }
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const int64_t tok = tok_b + 8 * t;
+#pragma unroll
+      for (int i = 0; i < WPT; i += 4) {
+        const uint4 x = tok < a.m ? __ldg(reinterpret_cast<const uint4*>(a.aq + tok * a.k) + (b * G / 16 + r * WPT / 4 + i / 4))
+                                  : make_uint4(0u, 0u, 0u, 0u);
+        xa[t][i] = x.x, xa[t][i + 1] = x.y, xa[t][i + 2] = x.z, xa[t][i + 3] = x.w;
+      }
+    }
+    int c[NT][4] = {};
+#pragma unroll
+    for (int j = 0; j < WPT / 2; ++j) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        mma_16832_s8(c[t], wa[2 * j], wb[2 * j], wa[2 * j + 1], wb[2 * j + 1], xa[t][2 * j], xa[t][2 * j + 1]);
+      }
+    }
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int i = 0; i < WPT; ++i) {
+      s0 = __dp4a(static_cast<int>(wa[i]), 0x01010101, s0);
+      s1 = __dp4a(static_cast<int>(wb[i]), 0x01010101, s1);
+    }
+    for (int o = 1; o < 4; o *= 2) {
+      s0 += __shfl_xor_sync(0xFFFFFFFFu, s0, o);
+      s1 += __shfl_xor_sync(0xFFFFFFFFu, s1, o);
+    }
+    const float sb0 = quant::half_to_f32(__ldg(a.scales + ch0 * blocks + b));
+    const float sb1 = quant::half_to_f32(__ldg(a.scales + ch1 * blocks + b));
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int64_t tok = tok_c + 8 * t + (i & 1);
+        const gemv::ActBlock ab = tok < a.m ? a.ab[tok * blocks + b] : gemv::ActBlock{0.0f, 0.0f};
+        const float sb = i < 2 ? sb0 : sb1;
+        const int bs = i < 2 ? s0 : s1;
+        const float t1 = __fmul_rn(__fmul_rn(ab.scale, sb), static_cast<float>(c[t][i]));
+        const float t2 = __fmul_rn(__fmul_rn(ab.offset, sb), static_cast<float>(bs));
+        acc[t][i] = __fadd_rn(acc[t][i], __fadd_rn(t1, t2));
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    write_out<T>(a.out, tok_c + 8 * t, ch0, acc[t][0]);
+    write_out<T>(a.out, tok_c + 8 * t + 1, ch0, acc[t][1]);
+    write_out<T>(a.out, tok_c + 8 * t, ch1, acc[t][2]);
+    write_out<T>(a.out, tok_c + 8 * t + 1, ch1, acc[t][3]);
+  }
+}
+
+template <int WPT, OutType T>
+std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  OnlineArgs a{L.w.q, L.w.scales, ws.aq, ws.ab, L.w.n, L.w.k, L.p.m, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n}};
+  const dim3 block(kWarps * 32);
+  const unsigned gx = static_cast<unsigned>((L.w.n + 16 * kWarps - 1) / (16 * kWarps));
+  if (L.p.m <= 8) {
+    online_kernel<WPT, T, 1><<<dim3(gx, 1), block>>>(a);
+  } else {
+    online_kernel<WPT, T, 2><<<dim3(gx, 1), block>>>(a);
+  }
+  return status("the online int8 GEMV kernel", wait);
+}
+
+std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  const ActQuantArgs q{L.p.x, L.p.m, L.w.k, L.w.group, L.p.dtype, ws.aq, ws.ab};
+  const int64_t warps = L.p.m * (L.w.k / L.w.group);
+  act_quant_kernel<<<static_cast<unsigned>((warps * 32 + 255) / 256), 256>>>(q);
+  std::string e = status("activation quantization", false);
+  if (!e.empty()) return e;
+  const bool f16 = L.p.dtype == OutType::F16;
+  if (L.w.group == 128) return f16 ? launch_online_t<8, OutType::F16>(L, ws, wait) : launch_online_t<8, OutType::BF16>(L, ws, wait);
+  return f16 ? launch_online_t<4, OutType::F16>(L, ws, wait) : launch_online_t<4, OutType::BF16>(L, ws, wait);
+}
+
+// ---- AWQ format on CUDA cores -------------------------------------------------------------------
+//
+// qweight [K, N / 8]: a thread owns one word column (8 channels), consecutive threads consecutive
+// columns, so each row of K is one contiguous read per warp. Blocks split K into slices of whole
+// groups; slices meet in the workspace (finish_tile). Up to 4 tokens per pass (grid.z).
+constexpr int kAwqThreads = 128;
+constexpr int kAwqTokens = 4;
+
+struct AwqArgs {
+  const uint32_t* q;
+  const uint16_t* scales;  // [K / G, N]
+  const uint32_t* zeros;   // [K / G, N / 8]
+  const uint16_t* x;
+  int64_t n, k, m;
+  int group, groups_per_slice, slices;
+  Out out;
+  float* sums;
+  unsigned* counters;
+};
+
+__global__ void __launch_bounds__(kAwqThreads) awq_kernel(AwqArgs a) {
+  const int64_t cols = a.n / 8;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kAwqThreads + threadIdx.x;
+  const bool live = c < cols;
+  const int64_t tok0 = static_cast<int64_t>(blockIdx.z) * kAwqTokens;
+  const int64_t g_begin = static_cast<int64_t>(blockIdx.y) * a.groups_per_slice;
+  const int64_t g_end = min(a.k / a.group, g_begin + a.groups_per_slice);
+  float acc[kAwqTokens][8] = {};
+  for (int64_t gi = g_begin; gi < g_end && live; ++gi) {
+    uint32_t z[4];
+    const uint32_t zin[2] = {__ldg(a.zeros + gi * cols + c), 0u};
+    recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
+    float part[kAwqTokens][8] = {};
+    for (int64_t kk = gi * a.group; kk < (gi + 1) * a.group; ++kk) {
+      const uint32_t in[2] = {__ldcs(a.q + kk * cols + c), 0u};
+      uint32_t h[4];
+      recipes::run_plain(recipes::RecipeId::AwqInt4F16, in, h);
+      float wv[8];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t d = bits::sub_f16x2(h[i], z[i]);  // q - zero, exact
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&d));
+        wv[2 * i] = f.x, wv[2 * i + 1] = f.y;
+      }
+#pragma unroll
+      for (int t = 0; t < kAwqTokens; ++t) {
+        if (tok0 + t >= a.m) break;
+        const float xv = quant::half_to_f32(__ldg(a.x + (tok0 + t) * a.k + kk));
+#pragma unroll
+        for (int i = 0; i < 8; ++i) part[t][i] = fmaf(xv, wv[i], part[t][i]);
+      }
+    }
+    const uint4 s = __ldg(reinterpret_cast<const uint4*>(a.scales + gi * a.n + 8 * c));
+    const uint32_t sw[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float sc = quant::half_to_f32((i % 2) ? bits::hi16(sw[i / 2]) : bits::lo16(sw[i / 2]));
+#pragma unroll
+      for (int t = 0; t < kAwqTokens; ++t) acc[t][i] = fmaf(sc, part[t][i], acc[t][i]);
+    }
+  }
+  const int64_t seg = static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
+  finish_tile<OutType::F16>(a.out, a.sums, a.counters + seg, 1, a.slices, [&](auto&& fn) {
+    if (!live) return;
+#pragma unroll
+    for (int t = 0; t < kAwqTokens; ++t) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) fn(tok0 + t, 8 * c + i, acc[t][i]);
+    }
+  });
+}
+
+std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  AwqArgs a{};
+  a.q = L.w.q, a.scales = L.w.scales, a.zeros = L.w.qzeros, a.x = L.p.x;
+  a.n = L.w.n, a.k = L.w.k, a.m = L.p.m, a.group = L.w.group;
+  a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
+  a.sums = ws.sums, a.counters = ws.counters;
+  const int64_t cols = a.n / 8, gx = (cols + kAwqThreads - 1) / kAwqThreads, groups = a.k / a.group;
+  const int64_t gz = (a.m + kAwqTokens - 1) / kAwqTokens;
+  // Enough blocks for 16 warps on every multiprocessor, in slices of whole groups.
+  const int64_t want = std::max<int64_t>(1, (int64_t{16} * L.sms * 32 / kAwqThreads + gx * gz - 1) / (gx * gz));
+  a.groups_per_slice = static_cast<int>(std::max<int64_t>(1, groups / std::min(groups, want)));
+  a.slices = static_cast<int>((groups + a.groups_per_slice - 1) / a.groups_per_slice);
+  awq_kernel<<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(a.slices), static_cast<unsigned>(gz)),
+               kAwqThreads>>>(a);
+  return status("the AWQ GEMV kernel", wait);
+}
+
+// ---- NF4 on CUDA cores ---------------------------------------------------------------------------
+//
+// Plain layout [N, K / 8]: one warp per output channel, lanes on consecutive words (contiguous
+// rows), code-book entries by shuffle, tokens accumulated in fp32 and summed across the warp.
+constexpr int kNf4Warps = 4;
+
+struct Nf4Args {
+  const uint32_t* q;
+  const float* absmax;  // [N, K / B]
+  const uint16_t* x;
+  int64_t n, k, m;
+  int block;
+  Out out;
+};
+
+template <int MT>
+__global__ void __launch_bounds__(kNf4Warps * 32) nf4_kernel(Nf4Args a) {
+  const WarpCodeBook book{lane_code_book_entry()};
+  const int lane = threadIdx.x % 32;
+  const int64_t ch = static_cast<int64_t>(blockIdx.x) * kNf4Warps + threadIdx.x / 32;
+  if (ch >= a.n) return;  // whole warps leave together
+  const int64_t tok0 = static_cast<int64_t>(blockIdx.y) * MT;
+  const int64_t words = a.k / 8, blocks = a.k / a.block;
+  float acc[MT] = {};
+  const int64_t padded = (words + 31) / 32 * 32;  // every lane takes part in every shuffle
+  for (int64_t w = lane; w < padded; w += 32) {
+    const bool live = w < words;
+    const uint32_t word = live ? __ldcs(a.q + ch * words + w) : 0u;
+    const uint32_t am = live ? __float_as_uint(__ldg(a.absmax + ch * blocks + w * 8 / a.block)) : 0u;
+    const uint32_t in[2] = {word, am};
+    uint32_t h[4];
+    recipes::Exec<WarpCodeBook> ex{book};
+    recipes::run_recipe(recipes::RecipeId::Nf4F16, ex, in, h);
+    if (!live) continue;
+    float wv[8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h[i]));
+      wv[2 * i] = f.x, wv[2 * i + 1] = f.y;
+    }
+#pragma unroll
+    for (int t = 0; t < MT; ++t) {
+      if (tok0 + t >= a.m) break;
+      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(a.x + (tok0 + t) * a.k) + w);
+      const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&xs[i]));
+        acc[t] = fmaf(f.x, wv[2 * i], acc[t]);
+        acc[t] = fmaf(f.y, wv[2 * i + 1], acc[t]);
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < MT; ++t) {
+    for (int o = 16; o > 0; o /= 2) acc[t] += __shfl_xor_sync(0xFFFFFFFFu, acc[t], o);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int t = 0; t < MT; ++t) write_out<OutType::F16>(a.out, tok0 + t, ch, acc[t]);
+  }
+}
+
+std::string launch_nf4(const GemvLaunch& L, bool wait) {
+  constexpr int MT = 4;
+  const Nf4Args a{L.w.q, L.w.absmax, L.p.x, L.w.n, L.w.k, L.p.m, L.w.group, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n}};
+  const dim3 grid(static_cast<unsigned>((a.n + kNf4Warps - 1) / kNf4Warps), static_cast<unsigned>((a.m + MT - 1) / MT));
+  nf4_kernel<MT><<<grid, kNf4Warps * 32>>>(a);
+  return status("the NF4 GEMV kernel", wait);
+}
+
+template <OutType T>
+__global__ void epilogue_kernel(Out o) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= o.m * o.n) return;
+  write_out<T>(o, i / o.n, i % o.n, gemv::act_to_f32(o.y[i], T));
+}
+
+}  // namespace
+
+size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {
+  return align256(static_cast<size_t>(m * w.n) * 4) + align256(kMaxCounters * 4) +
+         align256(static_cast<size_t>(m * w.k)) + align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock));
+}
+
+std::string gemv_run(const GemvLaunch& L, bool wait) {
+  const Workspace ws = carve(L.workspace, L.w, L.p.m);
+  const bool bf16 = L.p.dtype == OutType::BF16;
+  if (L.cc < 75) return "the GEMV kernels need tensor cores (compute capability 7.5 or newer)";
+  if (L.cc < 80 && (bf16 || L.p.path == Path::Online)) {
+    return "bf16 and int8 tensor-core products need compute capability 8.0 or newer; use fp16 or the CPU twin";
+  }
+  switch (L.p.path) {
+    case Path::Online: return launch_online(L, ws, wait);
+    case Path::Fast:
+    case Path::Naive:
+      if (L.w.layout == quant::Layout::Awq) return launch_awq(L, ws, wait);
+      if (L.w.scheme == quant::Scheme::Nf4) return launch_nf4(L, wait);
+      return L.p.path == Path::Naive ? launch_ft_any<true>(L, ws, wait) : launch_ft_any<false>(L, ws, wait);
+    case Path::Cublas: break;
+  }
+  return "the cuBLAS product is run by the backend";
+}
+
+std::string gemv_epilogue(const GemvLaunch& L, bool wait) {
+  const Out o{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
+  const unsigned blocks = static_cast<unsigned>((o.m * o.n + 255) / 256);
+  if (L.p.dtype == OutType::F16) {
+    epilogue_kernel<OutType::F16><<<blocks, 256>>>(o);
+  } else {
+    epilogue_kernel<OutType::BF16><<<blocks, 256>>>(o);
+  }
+  return status("the epilogue kernel", wait);
+}
+
+}  // namespace dql::cuda

@@ -1,0 +1,29 @@
+// Launchers of the GEMV / GEMM kernels (gemv.cu). Arguments hold device pointers; with `wait`
+// the launcher waits for the kernels, otherwise it only queues them (the benchmarks).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "kernels/gemv/gemv_cpu.hpp"
+
+namespace dql::cuda {
+
+struct GemvLaunch {
+  gemv::Weights w;       // device pointers
+  gemv::Problem p;       // x and bias are device pointers
+  uint16_t* y;           // [M, N]
+  void* workspace;       // gemv_workspace_bytes(w, m), zero before the first call; the kernels leave it zero
+  int sms;               // multiprocessors of the device
+  int cc;                // compute capability, 10 * major + minor
+};
+
+size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m);
+
+// Every path but cuBLAS (the backend calls cuBLAS itself and then gemv_epilogue).
+std::string gemv_run(const GemvLaunch& a, bool wait = true);
+
+// y[M, N] = epilogue(y + bias) in place (after the cuBLAS product).
+std::string gemv_epilogue(const GemvLaunch& a, bool wait = true);
+
+}  // namespace dql::cuda

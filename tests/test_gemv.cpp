@@ -1,0 +1,160 @@
+// The GEMV / GEMM CPU twin: every path against the float64 product with the same dequantized
+// weight, the naive conversion against the recipes, the online path's integer algebra, and the
+// refusals.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "gemv_cases.hpp"
+#include "kernels/backend/host_steps.hpp"
+
+using namespace dql;
+using quant::Layout;
+using quant::Scheme;
+using recipes::OutType;
+
+namespace {
+
+struct Case {
+  QuantSpec spec;
+  gemv::Path path;
+  OutType t;
+};
+
+}  // namespace
+
+TEST_CASE("gemv twin: every path within the accuracy goal of the float64 product") {
+  auto cpu = make_cpu_backend();
+  const int64_t n = 96, k = 512;
+  const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
+  const Case cases[] = {
+      {{Scheme::Int4Sym, Layout::Ft, 128}, gemv::Path::Fast, OutType::F16},
+      {{Scheme::Int4Sym, Layout::Ft, 64}, gemv::Path::Naive, OutType::F16},
+      {{Scheme::Int4Sym, Layout::Ft, 512}, gemv::Path::Fast, OutType::BF16},
+      {{Scheme::Int8Sym, Layout::Ft, 512}, gemv::Path::Fast, OutType::F16},
+      {{Scheme::Int8Sym, Layout::Ft, 128}, gemv::Path::Naive, OutType::BF16},
+      {{Scheme::Int4Asym, Layout::Awq, 128}, gemv::Path::Fast, OutType::F16},
+      {{Scheme::Nf4, Layout::Plain, 64}, gemv::Path::Fast, OutType::F16},
+      {{Scheme::Int8Sym, Layout::Plain, 64}, gemv::Path::Cublas, OutType::F16},
+  };
+  for (const Case& c : cases) {
+    const QuantizedMatrix q = cpu->quantize(w, c.spec);
+    for (int64_t m : {1, 5, 16}) {
+      const GemvRequest r = test::make_request(c.path, c.t, m, n, k, 40 + m);
+      const auto y = cpu->gemv(q, r);
+      REQUIRE(y.size() == static_cast<size_t>(m * n));
+      const auto acc = gemv::compare(y, test::reference(*cpu, q, r), c.t);
+      const double goal = c.t == OutType::F16 ? 1e-3 : 1e-2;
+      CAPTURE(static_cast<int>(c.spec.scheme));
+      CAPTURE(static_cast<int>(c.spec.layout));
+      CAPTURE(c.spec.group);
+      CAPTURE(m);
+      CHECK(acc.rel_l2 < goal);
+      CHECK(acc.rel_l2 > 0.0);  // the fp16 output rounding alone makes it nonzero
+    }
+  }
+}
+
+TEST_CASE("gemv twin: the online int8 path adds the error of int8 activations, and stays within 2%") {
+  auto cpu = make_cpu_backend();
+  const int64_t n = 64, k = 1024;
+  const Tensor w = random_matrix(Distribution::Normal, 9, n, k);
+  for (int g : {64, 128}) {
+    const QuantizedMatrix q = cpu->quantize(w, {Scheme::Int8Sym, Layout::Plain, g});
+    const GemvRequest r = test::make_request(gemv::Path::Online, OutType::F16, 4, n, k, 3);
+    GemvRequest exact = r;
+    exact.path = gemv::Path::Cublas;
+    const auto ref = test::reference(*cpu, q, r);
+    const double online = gemv::compare(cpu->gemv(q, r), ref, OutType::F16).rel_l2;
+    const double plain = gemv::compare(cpu->gemv(q, exact), ref, OutType::F16).rel_l2;
+    CAPTURE(g);
+    CHECK(online < 2e-2);
+    CHECK(online > 2 * plain);  // int8 activations cost accuracy: the comparison must see it
+  }
+}
+
+TEST_CASE("gemv twin: the online path's block algebra equals the integer sum it replaces") {
+  // One block: sum_k a_k w_k with a_k = sA qa_k + oA exactly representable.
+  const float s = 0.5f, o = 3.0f;
+  const gemv::ActBlock b = gemv::act_block_params(o - 128 * s, o + 127 * s);
+  CHECK(b.scale == s);
+  CHECK(b.offset == o);
+  for (int q = -128; q <= 127; ++q) CHECK(gemv::act_code(s * static_cast<float>(q) + o, b) == q);
+  const gemv::ActBlock flat = gemv::act_block_params(2.0f, 2.0f);
+  CHECK(flat.scale == 0.0f);
+  CHECK(gemv::act_code(2.0f, flat) == 0);
+  CHECK(flat.offset == 2.0f);
+}
+
+TEST_CASE("gemv: naive conversion gives the recipes' values for every byte pattern") {
+  for (int bits : {4, 8}) {
+    for (OutType t : {OutType::F16, OutType::BF16}) {
+      for (uint64_t i = 0; i < (1u << 16); ++i) {
+        const uint32_t word = static_cast<uint32_t>(i * 0x9E3779B1u) ^ static_cast<uint32_t>(i << 16);
+        uint32_t fast[4] = {}, naive[4] = {};
+        gemv::ft_word_pairs<false>(bits, t, word, fast);
+        gemv::ft_word_pairs<true>(bits, t, word, naive);
+        for (int r = 0; r < 16 / bits; ++r) REQUIRE(fast[r] == naive[r]);
+      }
+    }
+  }
+}
+
+TEST_CASE("gemv: epilogue applies bias, activation and clamp, then rounds once") {
+  gemv::Epilogue e;
+  CHECK(gemv::epilogue(1.5f, 0.25f, e, OutType::F16) == gemv::f32_to_act(1.75f, OutType::F16));
+  e.act = gemv::Act::Relu;
+  CHECK(gemv::epilogue(-1.0f, 0.5f, e, OutType::F16) == 0);
+  e.act = gemv::Act::Silu;
+  CHECK(gemv::act_to_f32(gemv::epilogue(2.0f, 0.0f, e, OutType::F16), OutType::F16) ==
+        doctest::Approx(2.0 / (1.0 + std::exp(-2.0))).epsilon(1e-3));
+  e.act = gemv::Act::Gelu;
+  CHECK(gemv::act_to_f32(gemv::epilogue(1.0f, 0.0f, e, OutType::BF16), OutType::BF16) ==
+        doctest::Approx(gemv::epilogue_f64(1.0, 0.0, e)).epsilon(1e-2));
+  e.act = gemv::Act::None;
+  e.clamp = true;
+  e.lo = -1.0f, e.hi = 2.0f;
+  CHECK(gemv::epilogue(5.0f, 0.0f, e, OutType::F16) == gemv::f32_to_act(2.0f, OutType::F16));
+  CHECK(gemv::epilogue(-5.0f, 0.0f, e, OutType::F16) == gemv::f32_to_act(-1.0f, OutType::F16));
+}
+
+TEST_CASE("gemv: refusals say what is accepted") {
+  auto cpu = make_cpu_backend();
+  const Tensor w = random_matrix(Distribution::Normal, 1, 64, 256);
+  const QuantizedMatrix ft = cpu->quantize(w, {Scheme::Int4Sym, Layout::Ft, 128});
+  const QuantizedMatrix plain4 = cpu->quantize(w, {Scheme::Int4Sym, Layout::Plain, 128});
+  const QuantizedMatrix awq = cpu->quantize(w, {Scheme::Int4Asym, Layout::Awq, 128});
+  const auto message = [&](const QuantizedMatrix& q, GemvRequest r) {
+    try {
+      cpu->gemv(q, r);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, 1, 64, 256, 2);
+  GemvRequest big = r;
+  big.m = 300;
+  CHECK(message(ft, big).find("1 to 16 rows") != std::string::npos);
+  GemvRequest short_x = r;
+  short_x.x.pop_back();
+  CHECK(message(ft, short_x).find("X must be [M, 256]") != std::string::npos);
+  GemvRequest bad_bias = r;
+  bad_bias.bias.resize(3);
+  CHECK(message(ft, bad_bias).find("one per output channel") != std::string::npos);
+  CHECK(message(plain4, r).find("no GEMV kernel") != std::string::npos);
+  GemvRequest naive = r;
+  naive.path = gemv::Path::Naive;
+  CHECK(message(awq, naive).find("--layout ft") != std::string::npos);
+  GemvRequest online = r;
+  online.path = gemv::Path::Online;
+  CHECK(message(ft, online).find("plain int8") != std::string::npos);
+  GemvRequest bf = r;
+  bf.dtype = OutType::BF16;
+  CHECK(message(awq, bf).find("fp16") != std::string::npos);
+  GemvRequest clamp = r;
+  clamp.epi.clamp = true;
+  clamp.epi.lo = 2.0f, clamp.epi.hi = 1.0f;
+  CHECK(message(ft, clamp).find("empty") != std::string::npos);
+  CHECK(message(ft, r).empty());
+}
