@@ -1,0 +1,535 @@
+// Timing: the bench engine on a thread of its own (progress, cancel; frames keep coming), results
+// as a table and as plots drawn with ImDrawList (medians with IQR whiskers, size sweeps on log axes
+// against the copy bandwidth), CSV / JSON export and A/B comparison with a saved run.
+#include <imgui.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/common/bench_report.hpp"
+#include "app/common/parse.hpp"
+#include "app/gui/model.hpp"
+#include "app/gui/widgets.hpp"
+#include "kernels/bench/clocks.hpp"
+#include "kernels/bench/engine.hpp"
+
+namespace dql::gui {
+
+namespace {
+
+struct State {
+  bool init = false;
+  std::unique_ptr<Backend> backend;  // the runs' own instance of the active backend's kind
+  BenchControl control;
+  std::future<std::vector<BenchRow>> job;
+  std::chrono::steady_clock::time_point start;
+  std::vector<std::string> kernels;  // every kernel name the engine offers
+  std::set<std::string> chosen;
+  char shapes[256] = "";
+  int group_choice = 2;
+  int cold = 1;
+  float max_noise_pct = 2.0f, timeout_s = 2.0f;
+  std::string error;
+  double copy_gbps = 0;
+  std::string device_line;
+  nlohmann::json device;
+  char csv_path[512] = "bench.csv";
+  char json_path[512] = "bench.json";
+  char compare_path[512] = "";
+  std::string saved;  // what export wrote
+  std::unique_ptr<front::Comparison> comparison;
+  std::string open_tab;  // a results tab to bring to the front (scripts)
+  ~State() {
+    if (job.valid()) {
+      control.cancel = true;
+      job.wait();
+    }
+  }
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+
+int group_of(int choice) { return choice == 0 ? 32 : choice == 1 ? 64 : 128; }
+
+// 1-2-5 steps for a linear axis up to `top`.
+double nice_step(double top, int ticks) {
+  const double raw = top / std::max(ticks, 1);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * p >= raw) return m * p;
+  }
+  return 10 * p;
+}
+
+std::string si_bytes(double b) {
+  const char* u[] = {"B", "KB", "MB", "GB", "TB"};
+  int i = 0;
+  while (b >= 1000 && i < 4) b /= 1000, ++i;
+  char t[32];
+  snprintf(t, sizeof t, "%g %s", b, u[i]);
+  return t;
+}
+
+void row_tooltip(const BenchRow& r) {
+  ImGui::BeginTooltip();
+  ImGui::Text("%s  %s  (%s, %s)", r.kernel.c_str(), r.shape.c_str(), r.cold ? "cold" : "warm",
+              r.backend.c_str());
+  ImGui::Text("median %s, IQR %s .. %s (noise %.2f%%)",
+              front::format_duration(r.stats.median_s * 1e6).c_str(),
+              front::format_duration(r.stats.q1_s * 1e6).c_str(),
+              front::format_duration(r.stats.q3_s * 1e6).c_str(), 100 * r.stats.noise);
+  ImGui::Text("min %s, max %s, %d samples%s", front::format_duration(r.stats.min_s * 1e6).c_str(),
+              front::format_duration(r.stats.max_s * 1e6).c_str(), r.stats.samples,
+              r.timed_out ? " (timed out)" : "");
+  ImGui::Text("%.2f GB/s = %.1f%% of the copy bandwidth; %s moved", r.gbps, r.pct_of_copy,
+              si_bytes(r.c.bytes()).c_str());
+  if (r.speedup) ImGui::Text("%.2fx the speed of %s", *r.speedup, r.baseline.c_str());
+  ImGui::EndTooltip();
+}
+
+// Horizontal bars: the median of each row, whiskers from Q1 to Q3, min and max as ticks.
+void bars(const std::vector<BenchRow>& rows, const Ui& ui) {
+  const float em = ui.em;
+  const float label_w = 22 * em, bar_h = 1.3f * em;
+  const float w = ImGui::GetContentRegionAvail().x;
+  double top = 0;
+  for (const BenchRow& r : rows) top = std::max(top, r.stats.q3_s);
+  if (!(top > 0)) return;
+  const double step = nice_step(top * 1e6, 5);
+  top = std::ceil(top * 1e6 / step) * step;  // in us
+  const float h = bar_h * static_cast<float>(rows.size()) + 2 * em;
+  ImGui::InvisibleButton("bars", ImVec2(w, h));
+  const ImVec2 a = ImGui::GetItemRectMin();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float x0 = a.x + label_w, x1 = a.x + w - em;
+  const auto px = [&](double us) { return x0 + static_cast<float>(us / top) * (x1 - x0); };
+  for (double t = 0; t <= top + 1e-9; t += step) {
+    const float x = px(t);
+    dl->AddLine(ImVec2(x, a.y), ImVec2(x, a.y + h - 1.5f * em), IM_COL32(255, 255, 255, 30));
+    const std::string lbl = front::format_duration(t);
+    dl->AddText(ImVec2(x - ImGui::CalcTextSize(lbl.c_str()).x * 0.5f, a.y + h - 1.3f * em), palette::kDim,
+                lbl.c_str());
+  }
+  std::map<std::string, int> hue;
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const BenchRow& r = rows[i];
+    const float y = a.y + bar_h * static_cast<float>(i);
+    const int hi = hue.emplace(r.kernel, static_cast<int>(hue.size())).first->second;
+    const std::string lbl = r.kernel + "  " + r.shape;
+    dl->PushClipRect(ImVec2(a.x, y), ImVec2(x0 - 0.5f * em, y + bar_h), true);
+    dl->AddText(ImVec2(a.x, y + 0.1f * em), palette::kText, lbl.c_str());
+    dl->PopClipRect();
+    const float yc = y + bar_h * 0.5f;
+    dl->AddRectFilled(ImVec2(x0, y + 0.2f * em), ImVec2(px(r.stats.median_s * 1e6), y + bar_h - 0.2f * em),
+                      palette::element(hi));
+    const float q1 = px(r.stats.q1_s * 1e6), q3 = px(r.stats.q3_s * 1e6);
+    dl->AddLine(ImVec2(q1, yc), ImVec2(q3, yc), palette::kText, 2.0f);
+    dl->AddLine(ImVec2(q1, y + 0.25f * em), ImVec2(q1, y + bar_h - 0.25f * em), palette::kText, 2.0f);
+    dl->AddLine(ImVec2(q3, y + 0.25f * em), ImVec2(q3, y + bar_h - 0.25f * em), palette::kText, 2.0f);
+    const float mn = px(r.stats.min_s * 1e6), mxp = px(std::min(r.stats.max_s * 1e6, top));
+    dl->AddCircleFilled(ImVec2(mn, yc), 0.15f * em, palette::kDim);
+    dl->AddCircleFilled(ImVec2(mxp, yc), 0.15f * em, palette::kDim);
+    if (ImGui::IsItemHovered() && mouse.y >= y && mouse.y < y + bar_h) {
+      dl->AddRect(ImVec2(a.x, y), ImVec2(x1, y + bar_h), palette::kHighlight);
+      row_tooltip(r);
+    }
+  }
+}
+
+// GB/s against bytes moved, both on log axes, one line per kernel, and the copy bandwidth.
+void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
+  const float em = ui.em;
+  const ImVec2 size(ImGui::GetContentRegionAvail().x,
+                    std::max(14 * em, ImGui::GetContentRegionAvail().y - em));
+  ImGui::InvisibleButton("sweep", size);
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  dl->AddRectFilled(a, b, IM_COL32(24, 24, 30, 255));
+  double bx0 = 1e300, bx1 = 0, gy0 = 1e300, gy1 = 0;
+  for (const BenchRow& r : rows) {
+    if (!(r.gbps > 0)) continue;
+    bx0 = std::min(bx0, r.c.bytes()), bx1 = std::max(bx1, r.c.bytes());
+    gy0 = std::min(gy0, r.gbps), gy1 = std::max(gy1, r.gbps);
+  }
+  if (copy_gbps > 0) gy0 = std::min(gy0, copy_gbps), gy1 = std::max(gy1, copy_gbps);
+  if (bx1 <= 0) return;
+  const double lx0 = std::floor(std::log10(bx0)), lx1 = std::max(lx0 + 1, std::ceil(std::log10(bx1)));
+  const double ly0 = std::floor(std::log10(gy0)), ly1 = std::max(ly0 + 1, std::ceil(std::log10(gy1 * 1.05)));
+  const ImVec2 pa(a.x + 5 * em, a.y + em), pb(b.x - 14 * em, b.y - 2 * em);
+  const auto px = [&](double bytes) {
+    return pa.x + static_cast<float>((std::log10(bytes) - lx0) / (lx1 - lx0)) * (pb.x - pa.x);
+  };
+  const auto py = [&](double g) {
+    return pb.y - static_cast<float>((std::log10(g) - ly0) / (ly1 - ly0)) * (pb.y - pa.y);
+  };
+  for (double d = lx0; d <= lx1; ++d) {  // decades, with 2 and 5 between
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double v = m * std::pow(10.0, d);
+      if (std::log10(v) > lx1 + 1e-9) break;
+      const float x = px(v);
+      dl->AddLine(ImVec2(x, pa.y), ImVec2(x, pb.y), IM_COL32(255, 255, 255, m == 1 ? 40 : 15));
+      if (m == 1) dl->AddText(ImVec2(x - em, pb.y + 0.3f * em), palette::kDim, si_bytes(v).c_str());
+    }
+  }
+  for (double d = ly0; d <= ly1; ++d) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double v = m * std::pow(10.0, d);
+      if (std::log10(v) > ly1 + 1e-9) break;
+      const float y = py(v);
+      dl->AddLine(ImVec2(pa.x, y), ImVec2(pb.x, y), IM_COL32(255, 255, 255, m == 1 ? 40 : 15));
+      char t[32];
+      snprintf(t, sizeof t, "%g", v);
+      if (m == 1 || (ly1 - ly0) <= 2) dl->AddText(ImVec2(a.x + 0.5f * em, y - 0.5f * em), palette::kDim, t);
+    }
+  }
+  dl->AddText(ImVec2(a.x + 0.5f * em, a.y + 0.1f * em), palette::kDim, "GB/s");
+  dl->AddText(ImVec2(pb.x - 6 * em, pb.y + 0.3f * em + em * 0.0f), palette::kDim, "");
+  if (copy_gbps > 0) {
+    const float y = py(copy_gbps);
+    dl->AddLine(ImVec2(pa.x, y), ImVec2(pb.x, y), palette::kGood, 2.0f);
+    char t[64];
+    snprintf(t, sizeof t, "copy %.1f GB/s", copy_gbps);
+    dl->AddText(ImVec2(pb.x + 0.5f * em, y - 0.5f * em), palette::kGood, t);
+  }
+  // One series per kernel, points in order of size.
+  std::map<std::string, std::vector<const BenchRow*>> series;
+  for (const BenchRow& r : rows)
+    if (r.gbps > 0) series[r.kernel].push_back(&r);
+  int hue = 0;
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const BenchRow* nearest = nullptr;
+  float best = 1.0f * em * em;
+  float ly = pa.y;
+  for (auto& [name, pts] : series) {
+    std::sort(pts.begin(), pts.end(),
+              [](const BenchRow* x, const BenchRow* y) { return x->c.bytes() < y->c.bytes(); });
+    const ImU32 col = palette::element(hue++);
+    std::vector<ImVec2> line;
+    for (const BenchRow* r : pts) line.push_back(ImVec2(px(r->c.bytes()), py(r->gbps)));
+    if (line.size() > 1) dl->AddPolyline(line.data(), static_cast<int>(line.size()), col, 0, 2.0f);
+    for (size_t i = 0; i < line.size(); ++i) {
+      dl->AddCircleFilled(line[i], 0.25f * em, col);
+      const float dx = line[i].x - mouse.x, dy = line[i].y - mouse.y;
+      if (dx * dx + dy * dy < best) best = dx * dx + dy * dy, nearest = pts[i];
+    }
+    dl->AddRectFilled(ImVec2(pb.x + 0.5f * em, ly + 1.4f * em), ImVec2(pb.x + 1.2f * em, ly + 2.1f * em),
+                      col);
+    dl->PushClipRect(ImVec2(pb.x, a.y), b, true);
+    dl->AddText(ImVec2(pb.x + 1.5f * em, ly + 1.2f * em), palette::kText, name.c_str());
+    dl->PopClipRect();
+    ly += 1.2f * em;
+  }
+  dl->AddText(ImVec2((pa.x + pb.x) * 0.5f - 4 * em, b.y - 1.1f * em), palette::kDim, "bytes read + written");
+  if (nearest && ImGui::IsItemHovered()) {
+    dl->AddCircle(ImVec2(px(nearest->c.bytes()), py(nearest->gbps)), 0.5f * em, palette::kHighlight, 0, 2.0f);
+    row_tooltip(*nearest);
+  }
+}
+
+void start(State& s, Model& m) {
+  s.error.clear();
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  const std::string text = s.shapes;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = text.find(',', at);
+    const std::string one = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    const auto p = front::parse_shape(one, "each shape");
+    if (!front::ok(p)) {
+      s.error = std::get<1>(p) + " (shapes are separated by commas, e.g. 1024x4096,4096x4096)";
+      m.set_error(s.error);
+      return;
+    }
+    shapes.push_back(std::get<0>(p));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  std::vector<BenchCase> cases;
+  for (const BenchCase& c : bench_cases_for(shapes, group_of(s.group_choice)))
+    if (s.chosen.count(c.kernel_name())) cases.push_back(c);
+  if (cases.empty()) {
+    s.error = "choose at least one kernel to time";
+    m.set_error(s.error);
+    return;
+  }
+  BenchSettings set;
+  set.cold = s.cold != 0;
+  set.max_noise = s.max_noise_pct / 100.0;
+  set.timeout_seconds = s.timeout_s;
+  s.control.cancel = false;
+  s.control.done = 0;
+  s.control.total = static_cast<int>(cases.size()) + 1;
+  s.start = std::chrono::steady_clock::now();
+  s.job = run_bench_async(*s.backend, std::move(cases), set, &s.control);
+}
+
+}  // namespace
+
+void draw_timing(Model& m, const Ui& ui) {
+  State& s = state();
+  const float em = ui.em;
+  if (!s.init) {
+    s.init = true;
+    std::string why;
+    const bool gpu = m.active && m.active->info().backend == "cuda";
+    if (gpu) s.backend = make_cuda_backend(&why);
+    if (!s.backend) s.backend = make_cpu_backend();
+    std::set<std::string> seen;
+    for (const BenchCase& c : bench_cases_for({{256, 1024}}, 128)) {
+      if (seen.insert(c.kernel_name()).second) s.kernels.push_back(c.kernel_name());
+    }
+    if (gpu) {
+      snprintf(s.shapes, sizeof s.shapes, "4096x4096,8192x8192,8192x28672");
+      for (const auto& k : s.kernels)
+        if (k.rfind("dequant/", 0) == 0) s.chosen.insert(k);
+    } else {  // the CPU twin is slow: small shapes and the int4 -> fp16 family
+      snprintf(s.shapes, sizeof s.shapes, "256x1024,512x2048,1024x4096");
+      for (const char* k : {"dequant/awq-int4-fp16", "dequant/ft-int4-fp16", "dequant/naive-int4-fp16"})
+        s.chosen.insert(k);
+    }
+    s.device_line = s.backend->info().summary();
+  }
+  // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.shapes=NxK,NxK",
+  // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare".
+  if (auto v = scripted("timing.kernels")) {
+    s.chosen.clear();
+    size_t at = 0;
+    while (at <= v->size()) {
+      const size_t comma = v->find(',', at);
+      s.chosen.insert(v->substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+  }
+  if (auto v = scripted("timing.shapes")) snprintf(s.shapes, sizeof s.shapes, "%s", v->c_str());
+  if (auto v = scripted("timing.warm")) s.cold = *v == "1" ? 0 : 1;
+  if (auto v = scripted("timing.timeout")) s.timeout_s = static_cast<float>(std::atof(v->c_str()));
+  if (auto v = scripted("timing.tab")) s.open_tab = *v;
+  if (scripted("timing.run") && !s.job.valid()) start(s, m);
+  // A screenshot waits for the run under way (the shell waits while script keys are pending).
+  scripted("timing.running");
+  if (s.job.valid()) script_push("timing.running", "1");
+
+  // ---- collect a finished run ----
+  if (s.job.valid() && s.job.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    try {
+      std::vector<BenchRow> rows = s.job.get();
+      if (!rows.empty()) {
+        m.bench_rows = std::move(rows);
+        s.copy_gbps = copy_bandwidth(*s.backend);  // measured by the run, cached
+        const GpuClocks clocks = s.backend->info().backend == "cuda" ? read_gpu_clocks() : GpuClocks{};
+        s.device = front::bench_device_json(s.backend->info(), s.copy_gbps, clocks);
+        s.comparison.reset();
+      }
+    } catch (const std::exception& e) {
+      s.error = e.what();
+      m.set_error(s.error);
+    }
+  }
+
+  // ---- what to time ----
+  ImGui::Text("%s", s.device_line.c_str());
+  if (ImGui::BeginTable("bench setup", 2, ImGuiTableFlags_BordersInnerV)) {
+    ImGui::TableSetupColumn("kernels", ImGuiTableColumnFlags_WidthStretch, 2.0f);
+    ImGui::TableSetupColumn("settings", ImGuiTableColumnFlags_WidthStretch, 1.0f);
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted("Kernels");
+    ImGui::BeginChild("kernel list", ImVec2(0, 7.5f * em), true);
+    if (ImGui::BeginTable("kernel grid", 3)) {
+      for (const std::string& k : s.kernels) {
+        ImGui::TableNextColumn();
+        bool on = s.chosen.count(k) > 0;
+        if (ImGui::Checkbox(k.c_str(), &on)) {
+          if (on)
+            s.chosen.insert(k);
+          else
+            s.chosen.erase(k);
+        }
+      }
+      ImGui::EndTable();
+    }
+    ImGui::EndChild();
+    ImGui::TableNextColumn();
+    ImGui::SetNextItemWidth(16 * em);
+    ImGui::InputText("shapes NxK", s.shapes, sizeof s.shapes);
+    const char* groups[] = {"32", "64", "128"};
+    ImGui::SetNextItemWidth(5 * em);
+    ImGui::Combo("group", &s.group_choice, groups, 3);
+    ImGui::SameLine();
+    ImGui::RadioButton("cold (L2 flushed)", &s.cold, 1);
+    ImGui::SameLine();
+    ImGui::RadioButton("warm", &s.cold, 0);
+    ImGui::SetNextItemWidth(8 * em);
+    ImGui::SliderFloat("max noise %", &s.max_noise_pct, 0.5f, 10.0f, "%.1f");
+    ImGui::SetNextItemWidth(8 * em);
+    ImGui::SliderFloat("timeout s / case", &s.timeout_s, 0.2f, 15.0f, "%.1f");
+    if (s.job.valid()) {
+      ImGui::BeginDisabled(s.control.cancel.load());
+      if (ImGui::Button("Cancel")) s.control.cancel = true;
+      ImGui::EndDisabled();
+    } else if (ImGui::Button("Run")) {
+      start(s, m);
+    }
+    ImGui::EndTable();
+  }
+  if (s.job.valid()) {
+    const int done = s.control.done.load(), total = std::max(1, s.control.total.load());
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - s.start).count();
+    char over[96];
+    snprintf(over, sizeof over, "%s %d / %d  (%.1f s)", done == 0 ? "copy bandwidth," : "case", done,
+             total - 1, t);
+    ImGui::ProgressBar(static_cast<float>(done) / static_cast<float>(total), ImVec2(-1, 0), over);
+  }
+  if (!s.error.empty()) error_text(s.error);
+
+  const std::vector<BenchRow>& rows = m.bench_rows;
+  if (rows.empty()) {
+    dim_text("no results yet: choose kernels and shapes, then Run");
+    return;
+  }
+  ImGui::Separator();
+  if (s.copy_gbps > 0)
+    dim_text(
+        "%zu results; median of the samples, L2 %s; GB/s counts each byte read and written once; copy %.1f "
+        "GB/s",
+        rows.size(), rows.front().cold ? "flushed" : "warm", s.copy_gbps);
+
+  if (!ImGui::BeginTabBar("timing results")) return;
+  const auto tab = [&](const char* name, const char* key) {
+    return ImGui::BeginTabItem(name, nullptr, s.open_tab == key ? ImGuiTabItemFlags_SetSelected : 0);
+  };
+  if (tab("Table", "table")) {
+    const ImGuiTableFlags f = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY |
+                              ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_NoSavedSettings;
+    if (ImGui::BeginTable("results", 8, f, ImVec2(0, ImGui::GetContentRegionAvail().y - 0.5f * em))) {
+      ImGui::TableSetupScrollFreeze(0, 1);
+      for (const char* h : {"kernel", "shape", "samples", "median", "noise", "GB/s", "% of copy", "speed-up"})
+        ImGui::TableSetupColumn(h);
+      ImGui::TableHeadersRow();
+      ImGui::PushFont(ui.mono);
+      for (const BenchRow& r : rows) {
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(r.kernel.c_str());
+        if (ImGui::IsItemHovered()) row_tooltip(r);
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(r.shape.c_str());
+        ImGui::TableNextColumn();
+        ImGui::Text("%d%s", r.stats.samples, r.timed_out ? " (timed out)" : "");
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(front::format_duration(r.stats.median_s * 1e6).c_str());
+        ImGui::TableNextColumn();
+        ImGui::Text("%.2f%%", 100 * r.stats.noise);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f", r.gbps);
+        ImGui::TableNextColumn();
+        ImGui::Text("%.1f%%", r.pct_of_copy);
+        ImGui::TableNextColumn();
+        if (r.speedup) ImGui::Text("%.2fx", *r.speedup);
+      }
+      ImGui::PopFont();
+      ImGui::EndTable();
+    }
+    ImGui::EndTabItem();
+  }
+  if (tab("Medians", "medians")) {
+    dim_text("bar: median; whisker: Q1 .. Q3 (the noise); dots: min and max");
+    ImGui::BeginChild("bars child", ImVec2(0, 0), false);
+    bars(rows, ui);
+    ImGui::EndChild();
+    ImGui::EndTabItem();
+  }
+  if (tab("Size sweep", "sweep")) {
+    sweep(rows, s.copy_gbps, ui);
+    ImGui::EndTabItem();
+  }
+  if (tab("Export and compare", "compare")) {
+    ImGui::SetNextItemWidth(24 * em);
+    ImGui::InputText("##csv", s.csv_path, sizeof s.csv_path);
+    ImGui::SameLine();
+    const auto save = [&](const std::string& path, const std::string& text) {
+      try {
+        front::write_report_file(path, text);
+        s.saved = "wrote " + path;
+      } catch (const std::exception& e) {
+        s.saved.clear();
+        s.error = e.what();
+        m.set_error(s.error);
+      }
+    };
+    if (ImGui::Button("Save CSV")) save(s.csv_path, front::bench_csv(rows));
+    ImGui::SetNextItemWidth(24 * em);
+    ImGui::InputText("##json", s.json_path, sizeof s.json_path);
+    ImGui::SameLine();
+    if (ImGui::Button("Save JSON"))
+      save(s.json_path, front::bench_report_json(s.device, rows).dump(2) + "\n");
+    if (!s.saved.empty()) dim_text("%s", s.saved.c_str());
+    ImGui::Separator();
+    ImGui::TextUnformatted(
+        "A/B: a saved run (A, a JSON file from the app or bench --json) against these results (B)");
+    ImGui::SetNextItemWidth(24 * em);
+    ImGui::InputText("##cmp", s.compare_path, sizeof s.compare_path);
+    ImGui::SameLine();
+    if (ImGui::Button("Compare")) {
+      try {
+        s.comparison = std::make_unique<front::Comparison>(front::compare_bench(
+            front::load_bench_json(s.compare_path), front::bench_report_json(s.device, rows)));
+      } catch (const std::exception& e) {
+        s.comparison.reset();
+        s.error = e.what();
+        m.set_error(s.error);
+      }
+    }
+    if (s.comparison) {
+      ImGui::Text("A: %s    B: %s", s.comparison->a_device.c_str(), s.comparison->b_device.c_str());
+      if (ImGui::BeginTable(
+              "compare", 6,
+              ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
+        for (const char* h : {"kernel", "shape", "A median", "B median", "A/B", "verdict"})
+          ImGui::TableSetupColumn(h);
+        ImGui::TableHeadersRow();
+        for (const front::CompareRow& r : s.comparison->rows) {
+          ImGui::TableNextRow();
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(r.kernel.c_str());
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(r.shape.c_str());
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(front::format_duration(r.a_us).c_str());
+          ImGui::TableNextColumn();
+          ImGui::TextUnformatted(front::format_duration(r.b_us).c_str());
+          ImGui::TableNextColumn();
+          ImGui::Text("%.3fx", r.ratio);
+          ImGui::TableNextColumn();
+          const ImU32 c = r.verdict == "SAME"     ? palette::kDim
+                          : r.verdict == "FASTER" ? palette::kGood
+                                                  : palette::kBad;
+          ImGui::PushStyleColor(ImGuiCol_Text, c);
+          ImGui::TextUnformatted(r.verdict.c_str());
+          ImGui::PopStyleColor();
+        }
+        ImGui::EndTable();
+      }
+      dim_text(
+          "A/B > 1: B is faster; SAME when the difference is within the two runs' noise together (%.1f%% "
+          "here)",
+          s.comparison->rows.empty() ? 0.0 : 100 * s.comparison->rows.front().noise);
+    }
+    ImGui::EndTabItem();
+  }
+  ImGui::EndTabBar();
+  s.open_tab.clear();
+}
+
+}  // namespace dql::gui
