@@ -15,7 +15,8 @@ build_dir="${DQL_BUILD_DIR:-build}"
 packages=(cmake ninja-build g++ pkg-config libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
           libstb-dev libmpfr-dev)
 if [[ "$gui" == "ON" ]]; then
-  packages+=(libimgui-dev libglfw3-dev python3-glad)
+  # The app, and what its tests run it under: Xvfb with Mesa (llvmpipe), and the DejaVu fonts.
+  packages+=(libimgui-dev libglfw3-dev python3-glad xvfb xauth libgl1-mesa-dri fonts-dejavu-core)
 fi
 
 missing=()

@@ -255,9 +255,11 @@ void draw_frame(Shell& s) {
   const ImVec2 size(vp->WorkSize.x, vp->WorkSize.y - status_h);
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
+  // No window background: the clear colour is the background, which spares llvmpipe a blended
+  // full-window quad each frame.
   ImGui::Begin("##root", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
-                   ImGuiWindowFlags_NoBringToFrontOnFocus);
+                   ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground);
   ImGui::BeginChild("##views", ImVec2(9.0f * s.ui.em, 0), true);
   for (int i = 0; i < static_cast<int>(ViewId::Count); ++i) {
     if (ImGui::Selectable(kTitles[i], m.view == static_cast<ViewId>(i), 0, ImVec2(0, 1.6f * s.ui.em))) {
@@ -491,8 +493,11 @@ int run_gui(const GuiOptions& opt) {
           std::fprintf(stderr, "dequant-lab: %s\n", why.c_str());
           status = 1;
         }
-        if (!m.last_error.empty())
+        if (!m.last_error.empty()) {
           std::fprintf(stderr, "dequant-lab: the app shows: %s\n", m.last_error.c_str());
+        }
+        // A scripted run (tests) also says where the model ended up.
+        if (!opt.script.empty()) std::fprintf(stderr, "dequant-lab: state %s\n", m.token().c_str());
         break;
       }
     }

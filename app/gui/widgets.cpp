@@ -178,7 +178,7 @@ void float_split(uint32_t v, bits::FloatFormat f, const Ui& ui) {
 }
 
 int byte_boxes(const char* id, const uint8_t* bytes, int n, int first, const ImU32* fills, const Ui& ui,
-               ImVec2* rect_min, ImVec2* rect_max, int highlight) {
+               ImVec2* rect_min, ImVec2* rect_max, int highlight, const char* prefix) {
   ImGui::PushID(id);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float w = 3.6f * ui.em, h = 2.6f * ui.em, gap = 0.4f * ui.em;
@@ -197,8 +197,8 @@ int byte_boxes(const char* id, const uint8_t* bytes, int n, int first, const ImU
     if (rect_max) rect_max[i] = b;
     const ImU32 border = (over || first + i == highlight) ? palette::kHighlight : palette::kDim;
     rect_fig(dl, a, b, fills ? fills[i] : palette::kConstant, border, over ? 2.0f : 1.0f);
-    char label[8], hex[8];
-    std::snprintf(label, sizeof label, "b%d", first + i);
+    char label[16], hex[8];
+    std::snprintf(label, sizeof label, "%s%d", prefix, first + i);
     std::snprintf(hex, sizeof hex, "0x%02x", bytes[i]);
     text_fig(dl, ImVec2(a.x + 0.3f * ui.em, a.y + 0.15f * ui.em), palette::kText, label);
     text_fig(dl, ImVec2(a.x + 0.3f * ui.em, a.y + 1.25f * ui.em), IM_COL32(255, 255, 255, 255), hex);
@@ -312,11 +312,12 @@ std::string svg_end() {
 }
 
 void rect_fig(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 fill, ImU32 border, float thickness) {
-  dl->AddRectFilled(a, b, fill, 2.0f);
-  if (border) dl->AddRect(a, b, border, 2.0f, 0, thickness);
+  // Square corners: four vertices a cell (rounded corners cost llvmpipe many more).
+  dl->AddRectFilled(a, b, fill);
+  if (border) dl->AddRect(a, b, border, 0.0f, 0, thickness);
   if (g_svg.on) {
     g_svg.body +=
-        fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" rx=\"2\" fill=\"{}\"",
+        fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"",
                     a.x - g_svg.origin.x, a.y - g_svg.origin.y, b.x - a.x, b.y - a.y, svg_color(fill));
     if (border)
       g_svg.body += fmt::format(" stroke=\"{}\" stroke-width=\"{:.1f}\"", svg_color(border), thickness);

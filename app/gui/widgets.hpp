@@ -70,7 +70,8 @@ void float_split(uint32_t bits, bits::FloatFormat f, const Ui& ui);
 // Byte boxes b[first + n - 1] .. b[first] left to right (MSB left), each labelled "b<i>" and
 // "0x..". Returns the index clicked or -1; rectangles come back through `rects` (n entries).
 int byte_boxes(const char* id, const uint8_t* bytes, int n, int first, const ImU32* fills, const Ui& ui,
-               ImVec2* rect_min = nullptr, ImVec2* rect_max = nullptr, int highlight = -1);
+               ImVec2* rect_min = nullptr, ImVec2* rect_max = nullptr, int highlight = -1,
+               const char* prefix = "b");
 
 // A hex entry bound to *value. The text is applied on Enter or when the field loses focus;
 // a string parse_hex refuses leaves *value unchanged, writes the sentence to *error and returns

@@ -33,6 +33,8 @@ struct FloatState {
   char binary[64] = "";
   std::string error;
   int magic_i = 5;
+  uint32_t shown = ~0u;
+  int shown_format = -1;
 } g;
 
 const char* class_name(bits::FpClass c) {
@@ -213,6 +215,18 @@ void draw_float(Model& m, const Ui& ui) {
   if (ImGui::Button("+1")) v = (v + 1u) & ((width == 32) ? 0xFFFFFFFFu : ((1u << width) - 1u));
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the next bit pattern (one ulp up for a positive value)");
   ImGui::SameLine(0, 2.0f * ui.em);
+  // The decimal and binary fields follow the value while they are not being edited.
+  if (g.shown != v || g.shown_format != g.format) {
+    if (!ImGui::IsAnyItemActive()) {
+      std::snprintf(g.decimal, sizeof g.decimal, "%s", number_text(bits::to_double(v, f)).c_str());
+      std::string b;
+      for (int i = width - 1; i >= 0; --i)
+        b += ((v >> i) & 1u) ? ((i % 4 == 0 && i) ? "1 " : "1") : ((i % 4 == 0 && i) ? "0 " : "0");
+      std::snprintf(g.binary, sizeof g.binary, "%s", b.c_str());
+      g.shown = v;
+      g.shown_format = g.format;
+    }
+  }
   ImGui::SetNextItemWidth(12.0f * ui.em);
   bool apply_dec =
       ImGui::InputText("decimal", g.decimal, sizeof g.decimal, ImGuiInputTextFlags_EnterReturnsTrue);

@@ -127,7 +127,7 @@ void draw_prmt(Model& m, const Ui& ui) {
   const float box_w = 3.6f * ui.em + 0.4f * ui.em;
   ImGui::SetCursorPosX(ImGui::GetCursorPosX() + 2.0f * box_w);
   ImVec2 dmin[4], dmax[4];
-  const int clicked = byte_boxes("dst", dst, 4, 0, dst_fill, ui, dmin, dmax);
+  const int clicked = byte_boxes("dst", dst, 4, 0, dst_fill, ui, dmin, dmax, -1, "d");
   if (clicked >= 0 && generic) {
     const uint32_t nib = ((m.prmt_sel >> (4 * clicked)) + 1u) & 0xFu;
     m.prmt_sel = (m.prmt_sel & ~(0xFu << (4 * clicked))) | (nib << (4 * clicked));

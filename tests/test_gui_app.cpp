@@ -1,0 +1,217 @@
+// The desktop app itself, run under Xvfb with Mesa: every view renders, the stepper follows the
+// step, bad input shows its sentence and keeps the previous value. Screenshots are decoded and
+// checked for the palette's colours. Exits 77 (CTest: skipped) with a message when xvfb-run is
+// missing.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+#include <stb_image.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<unsigned char> px;  // RGBA
+  bool ok() const { return w > 0 && h > 0; }
+  uint32_t at(int x, int y) const {
+    const size_t i = (static_cast<size_t>(y) * static_cast<size_t>(w) + static_cast<size_t>(x)) * 4u;
+    return (uint32_t{px[i]} << 16) | (uint32_t{px[i + 1]} << 8) | px[i + 2];
+  }
+};
+
+Image load(const std::string& path) {
+  Image im;
+  int n = 0;
+  unsigned char* data = stbi_load(path.c_str(), &im.w, &im.h, &n, 4);
+  if (!data) return Image{};
+  im.px.assign(data, data + static_cast<size_t>(im.w) * static_cast<size_t>(im.h) * 4u);
+  stbi_image_free(data);
+  return im;
+}
+
+struct Run {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+std::string tmp(const std::string& name) { return std::string(DQL_TEST_TMPDIR) + "/gui-" + name; }
+
+// Runs the app under its own Xvfb server.
+Run app(const std::string& args) {
+  const std::string log = tmp("log.txt");
+  const std::string cmd = "xvfb-run -a -s '-screen 0 1920x1080x24' " + std::string(DQL_PROGRAM) + " " + args +
+                          " > " + log + " 2>&1";
+  Run r;
+  const int rc = std::system(cmd.c_str());
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.output = ss.str();
+  return r;
+}
+
+Image shot(const std::string& name, const std::string& args) {
+  const std::string png = tmp(name + ".png");
+  std::remove(png.c_str());
+  const Run r = app("--screenshot " + png + " --size 1280x800 " + args);
+  INFO("app output: " << r.output);
+  REQUIRE(r.status == 0);
+  Image im = load(png);
+  REQUIRE(im.ok());
+  CHECK(im.w == 1280);
+  CHECK(im.h == 800);
+  return im;
+}
+
+size_t distinct_colours(const Image& im) {
+  std::set<uint32_t> s;
+  for (int y = 0; y < im.h; y += 2) {
+    for (int x = 0; x < im.w; x += 2) s.insert(im.at(x, y));
+  }
+  return s.size();
+}
+
+// Where colour c first appears (leftmost column), or -1.
+int leftmost(const Image& im, uint32_t c) {
+  for (int x = 0; x < im.w; ++x) {
+    for (int y = 0; y < im.h; ++y) {
+      if (im.at(x, y) == c) return x;
+    }
+  }
+  return -1;
+}
+
+bool has(const Image& im, uint32_t c) { return leftmost(im, c) >= 0; }
+
+// The palette (app/gui/widgets.hpp), as 0xRRGGBB.
+constexpr uint32_t kSign = 0xDE4C4C, kExponent = 0x48B260, kMantissa = 0x4880DE, kGood = 0x5AC86E;
+constexpr uint32_t kElement[8] = {0xE65555, 0xF0963C, 0xDCC83C, 0x6EC850,
+                                  0x3CC8C8, 0x508CF0, 0xA064E6, 0xE664BE};
+
+size_t differing_pixels(const Image& a, const Image& b) {
+  size_t n = 0;
+  for (size_t i = 0; i < a.px.size() && i < b.px.size(); i += 4) {
+    if (a.px[i] != b.px[i] || a.px[i + 1] != b.px[i + 1] || a.px[i + 2] != b.px[i + 2]) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("every view renders something that is not blank") {
+  for (const char* v : {"stepper", "float", "lop3", "prmt", "layouts", "quant", "timing", "sass"}) {
+    CAPTURE(v);
+    const Image im = shot(v, std::string("--view ") + v);
+    CHECK(distinct_colours(im) > 20);
+  }
+}
+
+TEST_CASE("stepper: the input register's nibbles in the 8 element hues; the outputs match the reference") {
+  const Image im = shot("stepper-hues", "--state dql:awq-int4-fp16:0xffffffff:step=0");
+  // All bits set: every nibble is drawn in its element's full hue.
+  for (uint32_t c : kElement) CHECK(has(im, c));
+  CHECK(has(im, kGood));  // "all 8 outputs equal the integer reference"
+  // AWQ order, MSB left: nibble 7 holds e7, nibble 0 holds e0.
+  CHECK(leftmost(im, kElement[7]) < leftmost(im, kElement[0]));
+}
+
+TEST_CASE("stepping changes what the stepper shows") {
+  const Image a = shot("step0", "--state dql:awq-int4-fp16:0x76543210:step=0");
+  const Image b = shot("step3", "--state dql:awq-int4-fp16:0x76543210:step=3");
+  const Image c = shot("step3-again", "--state dql:awq-int4-fp16:0x76543210:step=3");
+  CHECK(differing_pixels(a, b) > 500);
+  CHECK(differing_pixels(b, c) == 0);  // the same state draws the same picture
+  // Step 3 (a lop3 building f16x2 values) shows fp16 fields in their colours.
+  CHECK(has(b, kExponent));
+}
+
+TEST_CASE("float view: sign, exponent and mantissa colours, MSB left") {
+  const Image im = shot("float-fields", "--view float --script \"float.hex=0xfc01\"");
+  REQUIRE(has(im, kSign));
+  REQUIRE(has(im, kExponent));
+  REQUIRE(has(im, kMantissa));
+  CHECK(leftmost(im, kSign) < leftmost(im, kExponent));
+  CHECK(leftmost(im, kExponent) < leftmost(im, kMantissa));
+}
+
+TEST_CASE("LOP3: a bad expression shows the parser's message and keeps the table") {
+  const std::string png = tmp("lop3-bad.png");
+  const Run r = app("--screenshot " + png + " --size 1280x800 --view lop3 --script \"lop3.expr=a &&& b\"");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("is not valid at column") != std::string::npos);
+  CHECK(r.output.find("a &&& b") != std::string::npos);
+  const Image bad = load(png);
+  REQUIRE(bad.ok());
+  const Image good = shot("lop3-good", "--view lop3");
+  CHECK(differing_pixels(bad, good) > 100);  // the message is drawn
+
+  const Run ok = app("--screenshot " + png + " --view lop3 --script \"lop3.expr=a ^ b ^ c\"");
+  CHECK(ok.output.find("the app shows") == std::string::npos);
+}
+
+TEST_CASE("stepper: a bad hex input is refused and the previous input kept") {
+  const Run bad = app("--screenshot " + tmp("hex.png") +
+                      " --state dql:awq-int4-fp16:0x76543210:step=2 --script \"stepper.hex=0x12zz\"");
+  INFO(bad.output);
+  CHECK(bad.status == 0);
+  CHECK(bad.output.find("the app shows") != std::string::npos);
+  CHECK(bad.output.find("0x12zz") != std::string::npos);
+  CHECK(bad.output.find("state dql:awq-int4-fp16:0x76543210:step=2") != std::string::npos);
+
+  const Run good = app("--screenshot " + tmp("hex.png") + " --script \"stepper.hex=0x12345678\"");
+  CHECK(good.output.find("state dql:awq-int4-fp16:0x12345678") != std::string::npos);
+}
+
+TEST_CASE("command line: bad options and state tokens are refused with a sentence") {
+  Run r = app("--screenshot " + tmp("x.png") + " --view nowhere");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("choose one of stepper") != std::string::npos);
+  r = app("--screenshot " + tmp("x.png") + " --state dql:awq-int4-fp16:0x1:step=99");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("past the end") != std::string::npos);
+  r = app("--screenshot " + tmp("x.png") + " --size 12x");
+  CHECK(r.status == 2);
+}
+
+TEST_CASE("without a display: one line pointing to xvfb-run and the terminal commands, status 1") {
+  const std::string log = tmp("nodisplay.txt");
+  const std::string cmd =
+      "env -u DISPLAY -u WAYLAND_DISPLAY " + std::string(DQL_PROGRAM) + " > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  CHECK(WIFEXITED(rc));
+  CHECK(WEXITSTATUS(rc) == 1);
+  std::ifstream in(log);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line.find("no display") != std::string::npos);
+  CHECK(line.find("xvfb-run dequant-lab --screenshot") != std::string::npos);
+}
+
+TEST_CASE("frame report: JSON with the frame count") {
+  const Run r = app("--frame-report 20 --size 1280x800");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("\"frames\": 20") != std::string::npos);
+  CHECK(r.output.find("\"median_ms\"") != std::string::npos);
+}
+
+int main(int argc, char** argv) {
+  if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0) {
+    std::printf(
+        "SKIPPED: xvfb-run is not installed (Debian: apt-get install xvfb xauth libgl1-mesa-dri); "
+        "the desktop app's tests need it\n");
+    return 77;
+  }
+  doctest::Context ctx(argc, argv);
+  return ctx.run();
+}
