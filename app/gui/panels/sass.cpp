@@ -1,0 +1,415 @@
+// SASS: the real machine code of the app's own kernels (cuobjdump at build time, embedded), with
+// the recipe instructions highlighted and their immediates decoded. Left: the kernels with their
+// instruction counts per class and, when the timing view has measured them, their times. Right:
+// the selected kernel's listing; a click on a LOP3.LUT or PRMT line opens it in its view.
+#include <fmt/format.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/gui/model.hpp"
+#include "app/gui/widgets.hpp"
+#include "kernels/recipes/catalog.hpp"
+#include "kernels/sass/embedded.hpp"
+
+namespace dql::gui {
+
+namespace {
+
+using sass::OpClass;
+
+// The classes the list counts and the listing colours: what the recipes are made of.
+constexpr OpClass kShown[] = {OpClass::Lop3, OpClass::Prmt, OpClass::Hfma2, OpClass::Hadd2, OpClass::I2F};
+
+ImU32 class_color(OpClass c) {
+  switch (c) {
+    case OpClass::Lop3: return palette::element(1);
+    case OpClass::Prmt: return palette::element(4);
+    case OpClass::Hfma2:
+    case OpClass::Hadd2:
+    case OpClass::Hmul2: return palette::element(5);
+    case OpClass::I2F:
+    case OpClass::F2F: return palette::element(0);
+    default: return palette::kText;
+  }
+}
+
+bool highlighted(OpClass c) {
+  return c == OpClass::Lop3 || c == OpClass::Prmt || c == OpClass::Hfma2 || c == OpClass::Hadd2 ||
+         c == OpClass::Hmul2 || c == OpClass::I2F || c == OpClass::F2F;
+}
+
+struct KernelRow {
+  const sass::Function* f;
+  std::string label;  // the short name without "_kernel", which every kernel has
+  sass::Counts counts;
+  std::optional<sass::PerElement> pe;
+};
+
+struct Line {
+  std::string addr, text, decoded;
+};
+
+struct SassState {
+  std::string arch;       // shown architecture; empty until chosen
+  std::string rows_arch;  // the architecture `rows` were made for
+  std::vector<KernelRow> rows;
+  int selected = -1;   // index into rows
+  int lines_for = -1;  // the row `lines` were made for
+  std::vector<Line> lines;
+  int scroll_to = -1;    // a line to bring into view on the next frame
+  size_t text_cols = 0;  // the longest instruction text of `lines`, in characters
+  char filter[64] = "";
+  std::string gpu_note;  // why the GPU's architecture is not the one shown
+  bool chose_arch = false;
+} g;
+
+std::string gpu_arch(const Model& m) {
+  if (!m.active) return {};
+  const auto& info = m.active->info();
+  if (info.backend != "cuda" || info.cc_major == 0) return {};
+  return fmt::format("sm_{}{}", info.cc_major, info.cc_minor);
+}
+
+void choose_arch(const Model& m) {
+  if (g.chose_arch) return;
+  g.chose_arch = true;
+  const std::string gpu = gpu_arch(m);
+  if (!gpu.empty() && sass::embedded_listing(gpu) != nullptr) {
+    g.arch = gpu;
+    return;
+  }
+  g.arch = sass::default_arch("sm_90");
+  if (!gpu.empty()) g.gpu_note = fmt::format("this build has no SASS for the GPU's {}", gpu);
+}
+
+void build_rows(const Model& m) {
+  if (g.rows_arch == g.arch) return;
+  g.rows_arch = g.arch;
+  g.rows.clear();
+  g.lines.clear();
+  g.lines_for = -1;
+  const sass::Listing* l = sass::embedded_listing(g.arch);
+  if (l == nullptr) return;
+  for (const auto& f : l->functions) {
+    std::string label = f.name;
+    if (const auto k = label.find("_kernel"); k != std::string::npos) label.erase(k, 7);
+    g.rows.push_back({&f, label, sass::count(f.instrs), sass::per_element(f)});
+  }
+  // Open on the kernel of the recipe being stepped through.
+  const std::string want = fmt::format("dequant/{}", recipes::info_of(m.recipe).spec->name);
+  g.selected = 0;
+  for (size_t i = 0; i < g.rows.size(); ++i) {
+    if (g.rows[i].f->bench == want) {
+      g.selected = static_cast<int>(i);
+      break;
+    }
+  }
+}
+
+bool filter_match(const std::string& name, const std::string& bench) {
+  std::string p = g.filter;
+  if (p.empty()) return true;
+  if (p.find('*') == std::string::npos && p.find('?') == std::string::npos) p = "*" + p + "*";
+  return sass::glob_match(p, name) || (!bench.empty() && sass::glob_match(p, bench));
+}
+
+// The timing view's rows for a kernel: "12.3 us" (first shape), all shapes in the tooltip.
+std::vector<const BenchRow*> bench_rows_of(const Model& m, const std::string& bench) {
+  std::vector<const BenchRow*> out;
+  if (bench.empty()) return out;
+  for (const auto& r : m.bench_rows)
+    if (r.kernel == bench) out.push_back(&r);
+  return out;
+}
+
+void draw_kernel_list(const Model& m, const Ui& ui) {
+  const bool timed = !m.bench_rows.empty();
+  const int kCols = (timed ? 4 : 3) + static_cast<int>(std::size(kShown));
+  const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
+                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit |
+                                ImGuiTableFlags_NoSavedSettings;
+  if (!ImGui::BeginTable("kernels", kCols, flags, ImVec2(0, 0))) return;
+  ImGui::TableSetupScrollFreeze(1, 1);
+  ImGui::TableSetupColumn("kernel", ImGuiTableColumnFlags_WidthStretch);
+  ImGui::TableSetupColumn("instrs", ImGuiTableColumnFlags_WidthFixed, 3.1f * ui.em);
+  for (auto c : kShown)
+    ImGui::TableSetupColumn(sass::class_name(c), ImGuiTableColumnFlags_WidthFixed, 3.1f * ui.em);
+  ImGui::TableSetupColumn("/elem", ImGuiTableColumnFlags_WidthFixed, 3.1f * ui.em);
+  if (timed) ImGui::TableSetupColumn("time", ImGuiTableColumnFlags_WidthFixed, 4.2f * ui.em);
+  ImGui::TableHeadersRow();
+  std::vector<size_t> shown;
+  shown.reserve(g.rows.size());
+  for (size_t i = 0; i < g.rows.size(); ++i)
+    if (filter_match(g.rows[i].f->name, g.rows[i].f->bench)) shown.push_back(i);
+  ImGuiListClipper clip;
+  clip.Begin(static_cast<int>(shown.size()));
+  while (clip.Step()) {
+    for (int row_i = clip.DisplayStart; row_i < clip.DisplayEnd; ++row_i) {
+      const size_t i = shown[static_cast<size_t>(row_i)];
+      const auto& r = g.rows[i];
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      ImGui::PushID(static_cast<int>(i));
+      if (ImGui::Selectable(r.label.c_str(), g.selected == static_cast<int>(i),
+                            ImGuiSelectableFlags_SpanAllColumns)) {
+        g.selected = static_cast<int>(i);
+      }
+      if (ImGui::IsItemHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::TextUnformatted(r.f->demangled.c_str());
+        if (!r.f->bench.empty()) ImGui::Text("bench kernel: %s", r.f->bench.c_str());
+        ImGui::EndTooltip();
+      }
+      ImGui::PopID();
+      ImGui::TableNextColumn();
+      ImGui::Text("%d", r.counts.total);
+      for (auto c : kShown) {
+        ImGui::TableNextColumn();
+        const int n = r.counts[c];
+        if (n == 0) {
+          ImGui::TextDisabled("0");
+        } else {
+          ImGui::TextColored(palette::to_vec4(class_color(c)), "%d", n);
+        }
+      }
+      ImGui::TableNextColumn();
+      if (r.pe) ImGui::Text("%.2f", r.pe->total());
+      if (!timed) continue;
+      ImGui::TableNextColumn();
+      const auto times = bench_rows_of(m, r.f->bench);
+      if (!times.empty()) {
+        ImGui::Text("%.1f us", times.front()->stats.median_s * 1e6);
+        if (ImGui::IsItemHovered()) {
+          ImGui::BeginTooltip();
+          for (const auto* t : times)
+            ImGui::Text("%s  %s: %.2f us, %.0f GB/s, %.1f%% of copy", t->kernel.c_str(), t->shape.c_str(),
+                        t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);
+          ImGui::TextDisabled("the launcher picks this variant or its sibling by shape");
+          ImGui::EndTooltip();
+        }
+      }
+    }
+  }
+  ImGui::EndTable();
+}
+
+void build_lines() {
+  if (g.lines_for == g.selected) return;
+  g.lines_for = g.selected;
+  g.lines.clear();
+  if (g.selected < 0 || g.selected >= static_cast<int>(g.rows.size())) return;
+  const auto& row = g.rows[static_cast<size_t>(g.selected)];
+  g.text_cols = 0;
+  for (const auto& in : row.f->instrs) {
+    // The immediate is on the line already: the decode column says only what it means.
+    std::string decoded = sass::decode_text(in);
+    if (const auto colon = decoded.find(": "); (in.lop3 || in.prmt) && colon != std::string::npos)
+      decoded = (in.lop3 ? "= " : "") + decoded.substr(colon + 2);
+    g.lines.push_back({fmt::format("{:04x}", in.address), in.text(), decoded});
+    g.text_cols = std::max(g.text_cols, g.lines.back().text.size());
+  }
+  // Open where the recipe instructions are densest: the window of 24 lines holding the most.
+  const auto& ins = row.f->instrs;
+  constexpr size_t kWindow = 24;
+  size_t best = 0, best_n = 0, n = 0;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    n += highlighted(ins[i].cls);
+    if (i >= kWindow) n -= highlighted(ins[i - kWindow].cls);
+    if (n > best_n) best_n = n, best = i + 1 > kWindow ? i + 1 - kWindow : 0;
+  }
+  while (best < ins.size() && !highlighted(ins[best].cls)) ++best;
+  g.scroll_to = best_n ? static_cast<int>(best) : 0;
+}
+
+// The operand's value when it is one: an immediate or the zero register; otherwise none.
+std::optional<uint32_t> operand_value(const std::string& op) {
+  if (op == "RZ" || op == "URZ") return 0u;
+  if (op.size() > 2 && op[0] == '0' && op[1] == 'x') {
+    try {
+      return static_cast<uint32_t>(std::stoul(op.substr(2), nullptr, 16));
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+void open_in_view(Model& m, const sass::Instr& in) {
+  if (in.lop3) {
+    m.lop3_lut = in.lop3->lut;
+    if (auto v = operand_value(in.lop3->a)) m.lop3_a = *v;
+    if (auto v = operand_value(in.lop3->b)) m.lop3_b = *v;
+    if (auto v = operand_value(in.lop3->c)) m.lop3_c = *v;
+    m.view = ViewId::Lop3;
+  } else if (in.prmt && in.prmt->immediate) {
+    m.prmt_sel = in.prmt->mode == bits::PrmtMode::Generic ? (in.prmt->sel & 0xFFFFu) : (in.prmt->sel & 3u);
+    m.prmt_mode = in.prmt->mode;
+    if (auto v = operand_value(in.prmt->a)) m.prmt_a = *v;
+    if (auto v = operand_value(in.prmt->b)) m.prmt_b = *v;
+    m.view = ViewId::Prmt;
+  }
+}
+
+void draw_listing(Model& m, const Ui& ui) {
+  if (g.selected < 0 || g.selected >= static_cast<int>(g.rows.size())) {
+    ImGui::TextDisabled("Pick a kernel on the left.");
+    return;
+  }
+  const auto& row = g.rows[static_cast<size_t>(g.selected)];
+  const auto& f = *row.f;
+  build_lines();
+  ImGui::TextUnformatted(f.name.c_str());
+  ImGui::SameLine();
+  ImGui::TextDisabled("%s, %d instructions", g.arch.c_str(), row.counts.total);
+  std::string counts;
+  for (int i = 0; i < sass::kClassCount; ++i) {
+    const int n = row.counts.by_class[i];
+    if (n)
+      counts +=
+          fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, sass::class_name(static_cast<OpClass>(i)));
+  }
+  ImGui::TextWrapped("%s", counts.c_str());
+  if (row.pe) {
+    ImGui::TextDisabled(
+        "per element: %.2f instructions (%d in the %s marked on the left, %d elements a thread)",
+        row.pe->total(), row.pe->counts.total, row.pe->loop ? "loop" : "kernel", row.pe->elements);
+  }
+  const auto times = bench_rows_of(m, f.bench);
+  for (const auto* t : times) {
+    ImGui::TextDisabled("timed: %s %s  %.2f us  %.0f GB/s  %.1f%% of copy", t->kernel.c_str(),
+                        t->shape.c_str(), t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);
+  }
+
+  // The step the stepper is on, when it is a lop3 or prmt: the same immediates light up here.
+  int step_kind = 0;  // 1 lop3, 2 prmt
+  uint32_t step_imm = 0;
+  if (m.step >= 0 && m.step < static_cast<int>(m.trace.steps.size())) {
+    const auto& s = m.trace.steps[static_cast<size_t>(m.step)];
+    if (s.kind == recipes::OpKind::Lop3) step_kind = 1, step_imm = s.imm & 0xFFu;
+    if (s.kind == recipes::OpKind::Prmt) step_kind = 2, step_imm = s.imm & 0xFFFFu;
+  }
+
+  ImGui::BeginChild("listing", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
+  if (ui.mono) ImGui::PushFont(ui.mono);
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, 0.0f));
+  const float ch = ImGui::CalcTextSize("0").x;
+  const float line_h = ImGui::GetTextLineHeight() + 0.15f * ui.em;
+  const float text_x = 7.0f * ch,
+              decode_x = text_x + static_cast<float>(std::min<size_t>(g.text_cols, 60) + 2) * ch;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  if (g.scroll_to >= 0) {
+    ImGui::SetScrollY(std::max(0.0f, (static_cast<float>(g.scroll_to) - 3.0f) * line_h));
+    g.scroll_to = -1;
+  }
+  ImGuiListClipper clip;
+  clip.Begin(static_cast<int>(f.instrs.size()), line_h);
+  while (clip.Step()) {
+    for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+      const auto& in = f.instrs[static_cast<size_t>(i)];
+      const auto& ln = g.lines[static_cast<size_t>(i)];
+      ImGui::PushID(i);
+      const bool clickable = in.lop3.has_value() || (in.prmt && in.prmt->immediate);
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      ImGui::InvisibleButton(
+          "##line", ImVec2(std::max(ImGui::GetContentRegionAvail().x, decode_x + 40.0f * ch), line_h));
+      const bool hovered = ImGui::IsItemHovered();
+      if (clickable && ImGui::IsItemClicked()) open_in_view(m, in);
+      if (hovered) {
+        dl->AddRectFilled(p, ImVec2(p.x + ImGui::GetItemRectSize().x, p.y + line_h),
+                          IM_COL32(255, 255, 255, 18));
+        if (clickable) {
+          ImGui::BeginTooltip();
+          ImGui::Text("%s", sass::decode_text(in).c_str());
+          ImGui::TextDisabled(in.lop3 ? "click: open in the LOP3 view" : "click: open in the PRMT view");
+          ImGui::EndTooltip();
+        }
+      }
+      ImGui::PopID();
+      const bool in_pass =
+          row.pe && static_cast<size_t>(i) >= row.pe->begin && static_cast<size_t>(i) < row.pe->end;
+      if (in_pass) dl->AddRectFilled(p, ImVec2(p.x + 0.3f * ch, p.y + line_h), palette::kDim);
+      dl->AddText(ImVec2(p.x + ch, p.y), palette::kDim, ln.addr.c_str());
+      const ImU32 col =
+          highlighted(in.cls) ? class_color(in.cls) : (in.move ? palette::kDim : palette::kText);
+      dl->AddText(ImVec2(p.x + text_x, p.y), col, ln.text.c_str());
+      if (!ln.decoded.empty()) dl->AddText(ImVec2(p.x + decode_x, p.y), palette::kDim, ln.decoded.c_str());
+      const bool same_as_step =
+          (step_kind == 1 && in.lop3 && in.lop3->lut == step_imm) ||
+          (step_kind == 2 && in.prmt && in.prmt->immediate && (in.prmt->sel & 0xFFFFu) == step_imm);
+      if (same_as_step) {
+        dl->AddRect(ImVec2(p.x + text_x - 0.5f * ch, p.y), ImVec2(p.x + decode_x - ch, p.y + line_h),
+                    palette::kHighlight);
+      }
+    }
+  }
+  ImGui::PopStyleVar();
+  if (ui.mono) ImGui::PopFont();
+  ImGui::EndChild();
+}
+
+}  // namespace
+
+void draw_sass(Model& m, const Ui& ui) {
+  if (sass::embedded().empty()) {
+    ImGui::TextWrapped("%s", std::string(sass::unavailable_reason()).c_str());
+    ImGui::TextDisabled("The other views do not need it.");
+    return;
+  }
+  choose_arch(m);
+  // Architecture, filter, legend.
+  ImGui::SetNextItemWidth(6.0f * ui.em);
+  if (ImGui::BeginCombo("architecture", g.arch.c_str())) {
+    for (const auto& e : sass::embedded()) {
+      const std::string a(e.arch);
+      if (ImGui::Selectable(a.c_str(), a == g.arch)) g.arch = a;
+    }
+    ImGui::EndCombo();
+  }
+  ImGui::SameLine();
+  if (!g.gpu_note.empty()) {
+    ImGui::TextDisabled("(%s)", g.gpu_note.c_str());
+    ImGui::SameLine();
+  }
+  ImGui::SetNextItemWidth(12.0f * ui.em);
+  ImGui::InputTextWithHint("##filter", "filter: dequant*, nf4 ...", g.filter, sizeof g.filter);
+  if (auto s = scripted("sass.filter")) {
+    std::snprintf(g.filter, sizeof g.filter, "%s", s->c_str());
+  }
+  ImGui::SameLine();
+  for (auto c : {OpClass::Lop3, OpClass::Prmt, OpClass::Hfma2, OpClass::I2F}) {
+    const char* label =
+        c == OpClass::Hfma2 ? "HFMA2 HADD2 HMUL2" : (c == OpClass::I2F ? "I2F F2F" : sass::class_name(c));
+    ImGui::TextColored(palette::to_vec4(class_color(c)), "%s", label);
+    ImGui::SameLine();
+  }
+  ImGui::TextDisabled("  cuobjdump -sass of this build; click a LOP3 or PRMT line to open it");
+  build_rows(m);
+  if (g.rows.empty()) {
+    ImGui::TextWrapped("No kernels for %s in this build.", g.arch.c_str());
+    return;
+  }
+  if (auto s = scripted("sass.kernel")) {
+    for (size_t i = 0; i < g.rows.size(); ++i) {
+      if (sass::glob_match(*s, g.rows[i].f->name) || sass::glob_match(*s, g.rows[i].f->bench)) {
+        g.selected = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+
+  const float list_w = std::min(46.0f * ui.em, 0.55f * ImGui::GetContentRegionAvail().x);
+  ImGui::BeginChild("kernel list", ImVec2(list_w, 0), true);
+  draw_kernel_list(m, ui);
+  ImGui::EndChild();
+  ImGui::SameLine();
+  ImGui::BeginGroup();
+  draw_listing(m, ui);
+  ImGui::EndGroup();
+}
+
+}  // namespace dql::gui
