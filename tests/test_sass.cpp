@@ -228,6 +228,9 @@ TEST_CASE("names: short names, bench names, elements per pass, glob") {
   CHECK(sass::short_name(
             "dql::cuda::(anonymous namespace)::dequant_awq_tiled_kernel(dql::quant::DequantArgs)") ==
         "dequant_awq_tiled_kernel");
+  CHECK(sass::short_name(
+            "void dql::cuda::(anonymous namespace)::ft_mma_kernel<4, 2, (dql::recipes::OutType)1, "
+            "false, 1>(dql::cuda::(anonymous namespace)::FtArgs)") == "ft_mma_kernel<4, 2, bf16, false, 1>");
   CHECK(sass::bench_name("dequant_ft_kernel<ft-uint8-bf16, true>") == "dequant/ft-uint8-bf16");
   CHECK(sass::bench_name("dequant_awq_kernel") == "dequant/awq-int4-fp16");
   CHECK(sass::bench_name("quant_segment_kernel<int8-sym>") == "quant/int8-sym");

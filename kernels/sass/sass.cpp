@@ -166,19 +166,24 @@ const char* scheme_name(int v) {
   return nullptr;
 }
 
-// "(RecipeId)5" -> "cutlass-int4-fp16", "(Scheme)3" -> "nf4".
-void name_enums(std::string& s, std::string_view cast, bool recipe) {
+enum class EnumKind { Recipe, Scheme, OutType };
+
+// "(RecipeId)5" -> "cutlass-int4-fp16", "(Scheme)3" -> "nf4", "(OutType)1" -> "bf16".
+void name_enums(std::string& s, std::string_view cast, EnumKind kind) {
   for (size_t p = s.find(cast); p != std::string::npos; p = s.find(cast, p + 1)) {
     size_t q = p + cast.size();
     int v = 0;
     const auto r = std::from_chars(s.data() + q, s.data() + s.size(), v);
     if (r.ec != std::errc()) continue;
     const char* name = nullptr;
-    if (recipe) {
+    if (kind == EnumKind::Recipe) {
       if (v >= 0 && v < recipes::kRecipeCount)
         name = recipes::spec_of(static_cast<recipes::RecipeId>(v)).name;
-    } else {
+    } else if (kind == EnumKind::Scheme) {
       name = scheme_name(v);
+    } else if (v == static_cast<int>(recipes::OutType::F16) ||
+               v == static_cast<int>(recipes::OutType::BF16)) {
+      name = v == static_cast<int>(recipes::OutType::F16) ? "fp16" : "bf16";
     }
     if (name == nullptr) continue;
     s.replace(p, static_cast<size_t>(r.ptr - s.data()) - p, name);
@@ -318,8 +323,9 @@ std::string short_name(std::string_view demangled) {
   }
   replace_all(s, "(anonymous namespace)::", "");
   for (const char* ns : {"dql::cuda::", "dql::quant::", "dql::recipes::", "dql::"}) replace_all(s, ns, "");
-  name_enums(s, "(RecipeId)", true);
-  name_enums(s, "(Scheme)", false);
+  name_enums(s, "(RecipeId)", EnumKind::Recipe);
+  name_enums(s, "(Scheme)", EnumKind::Scheme);
+  name_enums(s, "(OutType)", EnumKind::OutType);
   return s;
 }
 
