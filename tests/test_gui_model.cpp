@@ -17,6 +17,10 @@ using dql::gui::ViewId;
 namespace recipes = dql::recipes;
 
 namespace {
+std::string fmt_token(int step) {
+  return "dql:ft-uint8-fp16:0x80ff017f:step=" + std::to_string(step) + ":view=prmt";
+}
+
 Model fresh() {
   Model m;
   m.cpu = dql::make_cpu_backend();
@@ -143,6 +147,12 @@ TEST_CASE("open_step_in_view: a lop3 step opens the LOP3 view on its operands, a
   m.open_step_in_view(pr);
   CHECK(m.view == ViewId::Prmt);
   CHECK(dql::bits::soft_prmt(m.prmt_a, m.prmt_b, m.prmt_sel) == m.trace.steps[pr].value);
+  // A token naming the view on such a step opens it on the step's operands.
+  Model t = fresh();
+  REQUIRE(t.restore(fmt_token(pr), &why));
+  CHECK(t.view == ViewId::Prmt);
+  CHECK(t.prmt_sel == (m.trace.steps[pr].imm & 0xFFFFu));
+  CHECK(t.prmt_a == m.trace.steps[pr].srcs[0].value);
   // Other kinds leave the view alone.
   m.view = ViewId::Stepper;
   m.open_step_in_view(0);

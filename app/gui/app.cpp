@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -31,6 +32,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+// SIGTERM / SIGINT close the window the ordinary way (settings are saved).
+volatile std::sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
 
 using DrawFn = void (*)(Model&, const Ui&);
 constexpr DrawFn kDraw[] = {draw_stepper, draw_float, draw_lop3,   draw_prmt,
@@ -444,7 +449,9 @@ int run_gui(const GuiOptions& opt) {
   std::vector<double> frame_ms;
   int frame = 0, settle = 0;
   int status = 0;
-  while (!glfwWindowShouldClose(s.window) && !s.quit) {
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGINT, on_signal);
+  while (!glfwWindowShouldClose(s.window) && !s.quit && !g_stop) {
     const auto t0 = Clock::now();
     if (headless || m.playing) {
       glfwPollEvents();

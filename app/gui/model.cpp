@@ -178,6 +178,12 @@ bool Model::restore(std::string_view text, std::string* why) {
   step = new_step;
   view = new_view;
   retrace();
+  // A token naming the LOP3 or PRMT view on a step of that kind opens the view on its operands.
+  const recipes::OpKind kind = trace.steps[static_cast<size_t>(step)].kind;
+  if ((view == ViewId::Lop3 && kind == recipes::OpKind::Lop3) ||
+      (view == ViewId::Prmt && kind == recipes::OpKind::Prmt)) {
+    open_step_in_view(step);
+  }
   return true;
 }
 

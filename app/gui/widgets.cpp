@@ -132,7 +132,7 @@ BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui
     const ImVec2 a(x, p0.y + label_h), b(x + cw - 2.0f, p0.y + label_h + ch);
     r.cell_min[bit] = a;
     r.cell_max[bit] = b;
-    const bool one = (value >> bit) & 1u;
+    const bool one = opt.digits ? true : ((value >> bit) & 1u) != 0;
     const ImU32 base = colors[static_cast<size_t>(bit)];
     const ImU32 fill = one ? base : scaled(base, 0.35f);
     const bool over =
@@ -144,7 +144,7 @@ BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui
     if ((opt.marked >> bit) & 1u) border = palette::kBad, thick = 2.5f;
     if (bit == opt.highlight || (over && opt.clickable)) border = palette::kHighlight, thick = 2.0f;
     rect_fig(dl, a, b, fill, border, thick);
-    const char digit[2] = {one ? '1' : '0', 0};
+    const char digit[2] = {opt.digits ? static_cast<char>('0' + opt.digits[bit]) : (one ? '1' : '0'), 0};
     const ImVec2 ts = ImGui::CalcTextSize(digit);
     text_fig(dl, ImVec2(x + (cw - 2.0f - ts.x) * 0.5f, a.y + (ch - ts.y) * 0.5f),
              one ? IM_COL32(255, 255, 255, 255) : IM_COL32(200, 200, 200, 255), digit);

@@ -48,12 +48,13 @@ BitColors colors_uniform(ImU32 c);
 
 // ---- bit figures ---------------------------------------------------------------------------
 struct BitRowOptions {
-  int width = 32;          // number of bits drawn, MSB left
-  uint32_t marked = 0;     // bits outlined in palette::kBad (differences)
-  int highlight = -1;      // one bit outlined in palette::kHighlight
-  bool clickable = false;  // cells are buttons; BitRow::clicked says which
-  bool numbers = true;     // bit numbers above each nibble
-  float cell_em = 1.15f;   // cell width in em
+  int width = 32;                  // number of bits drawn, MSB left
+  uint32_t marked = 0;             // bits outlined in palette::kBad (differences)
+  int highlight = -1;              // one bit outlined in palette::kHighlight
+  bool clickable = false;          // cells are buttons; BitRow::clicked says which
+  bool numbers = true;             // bit numbers above each nibble
+  float cell_em = 1.15f;           // cell width in em
+  const int8_t* digits = nullptr;  // per bit: a digit 0-9 drawn (bright) instead of the bit value
 };
 struct BitRow {
   int clicked = -1;                   // bit number clicked this frame

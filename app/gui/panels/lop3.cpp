@@ -191,9 +191,11 @@ void draw_lop3(Model& m, const Ui& ui) {
   // The function applied bit by bit: each result bit coloured by the table row it used.
   const uint32_t d = bits::soft_lop3(m.lop3_a, m.lop3_b, m.lop3_c, m.lop3_lut);
   BitColors by_row;
+  int8_t rows[32];
   uint32_t row_mask = 0;  // result bits that used the hovered table row
   for (int b = 0; b < 32; ++b) {
     const int r = row_of_bit(m.lop3_a, m.lop3_b, m.lop3_c, b);
+    rows[b] = static_cast<int8_t>(r);
     by_row[static_cast<size_t>(b)] = palette::element(r);
     if (r == g.hover_row) row_mask |= 1u << b;
   }
@@ -216,12 +218,12 @@ void draw_lop3(Model& m, const Ui& ui) {
     BitRowOptions ro = o;
     ro.numbers = false;
     ro.marked = row_mask;
-    // Each cell shows the row number's low bit; the colour names the row (legend: the table).
+    ro.digits = rows;  // each cell names the table row its bit used
     const BitRow r = bit_row("rows", d, by_row, ui, ro);
     if (r.hovered >= 0) hovered_bit = r.hovered;
   }
   ImGui::SameLine();
-  dim_text("result bits, coloured by the table row used");
+  dim_text("the table row each result bit used (hover a bit or a row)");
   mono_text(ui, "d");
   ImGui::SameLine(3.0f * ui.em);
   {
