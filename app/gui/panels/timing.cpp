@@ -117,7 +117,8 @@ void bars(const std::vector<BenchRow>& rows, const Ui& ui) {
     const float x = px(t);
     dl->AddLine(ImVec2(x, a.y), ImVec2(x, a.y + h - 1.5f * em), IM_COL32(255, 255, 255, 30));
     const std::string lbl = front::format_duration(t);
-    dl->AddText(ImVec2(x - ImGui::CalcTextSize(lbl.c_str()).x * 0.5f, a.y + h - 1.3f * em), palette::kDim,
+    const float tw = ImGui::CalcTextSize(lbl.c_str()).x;
+    dl->AddText(ImVec2(std::min(x - tw * 0.5f, a.x + w - tw), a.y + h - 1.3f * em), palette::kDim,
                 lbl.c_str());
   }
   std::map<std::string, int> hue;
@@ -155,7 +156,8 @@ void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
   ImGui::InvisibleButton("sweep", size);
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  dl->AddRectFilled(a, b, IM_COL32(24, 24, 30, 255));
+  dl->AddRect(a, b,
+              IM_COL32(70, 70, 80, 255));  // an outline only: filled areas cost fill rate on software GL
   double bx0 = 1e300, bx1 = 0, gy0 = 1e300, gy1 = 0;
   for (const BenchRow& r : rows) {
     if (!(r.gbps > 0)) continue;
@@ -193,14 +195,13 @@ void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
       if (m == 1 || (ly1 - ly0) <= 2) dl->AddText(ImVec2(a.x + 0.5f * em, y - 0.5f * em), palette::kDim, t);
     }
   }
-  dl->AddText(ImVec2(a.x + 0.5f * em, a.y + 0.1f * em), palette::kDim, "GB/s");
-  dl->AddText(ImVec2(pb.x - 6 * em, pb.y + 0.3f * em + em * 0.0f), palette::kDim, "");
+  dl->AddText(ImVec2(a.x + 2.5f * em, a.y + 0.1f * em), palette::kDim, "GB/s");
   if (copy_gbps > 0) {
     const float y = py(copy_gbps);
     dl->AddLine(ImVec2(pa.x, y), ImVec2(pb.x, y), palette::kGood, 2.0f);
     char t[64];
     snprintf(t, sizeof t, "copy %.1f GB/s", copy_gbps);
-    dl->AddText(ImVec2(pb.x + 0.5f * em, y - 0.5f * em), palette::kGood, t);
+    dl->AddText(ImVec2(pa.x + 0.5f * em, y - 1.3f * em), palette::kGood, t);
   }
   // One series per kernel, points in order of size.
   std::map<std::string, std::vector<const BenchRow*>> series;
