@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,10 +62,10 @@ struct SassState {
   int selected = -1;   // index into rows
   int lines_for = -1;  // the row `lines` were made for
   std::vector<Line> lines;
-  int scroll_to = -1;    // a line to bring into view on the next frame
-  size_t text_cols = 0;  // the longest instruction text of `lines`, in characters
-  char filter[64] = "";
-  std::string gpu_note;  // why the GPU's architecture is not the one shown
+  int scroll_to = -1;           // a line to bring into view on the next frame
+  size_t text_cols = 0;         // the longest instruction text of `lines`, in characters
+  char filter[64] = "dequant";  // the kernels the recipes are in; cleared for every kernel
+  std::string gpu_note;         // why the GPU's architecture is not the one shown
   bool chose_arch = false;
 } g;
 
@@ -127,75 +128,96 @@ std::vector<const BenchRow*> bench_rows_of(const Model& m, const std::string& be
   return out;
 }
 
+// Drawn as text at column offsets over one clipped list of rows (an ImGui table of this size
+// costs several milliseconds a frame on a software renderer).
 void draw_kernel_list(const Model& m, const Ui& ui) {
   const bool timed = !m.bench_rows.empty();
-  const int kCols = (timed ? 4 : 3) + static_cast<int>(std::size(kShown));
-  const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
-                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit |
-                                ImGuiTableFlags_NoSavedSettings;
-  if (!ImGui::BeginTable("kernels", kCols, flags, ImVec2(0, 0))) return;
-  ImGui::TableSetupScrollFreeze(1, 1);
-  ImGui::TableSetupColumn("kernel", ImGuiTableColumnFlags_WidthStretch);
-  ImGui::TableSetupColumn("instrs", ImGuiTableColumnFlags_WidthFixed, 3.1f * ui.em);
-  for (auto c : kShown)
-    ImGui::TableSetupColumn(sass::class_name(c), ImGuiTableColumnFlags_WidthFixed, 3.1f * ui.em);
-  ImGui::TableSetupColumn("/elem", ImGuiTableColumnFlags_WidthFixed, 3.1f * ui.em);
-  if (timed) ImGui::TableSetupColumn("time", ImGuiTableColumnFlags_WidthFixed, 4.2f * ui.em);
-  ImGui::TableHeadersRow();
+  const float em = ui.em, num_w = 3.4f * em, time_w = 4.6f * em;
+  const int nums = 2 + static_cast<int>(std::size(kShown));  // instrs, the classes, /elem
+  const float right = static_cast<float>(nums) * num_w + (timed ? time_w : 0.0f);
+  // The rows' scroll bar takes its width off every row.
+  const float avail = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ScrollbarSize;
+  const float name_w = std::max(8.0f * em, avail - right);
+  // Column x offsets: name, then the numbers right-aligned in their cells.
+  const auto num_x = [&](int col) { return name_w + static_cast<float>(col + 1) * num_w; };
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const auto right_text = [&](ImVec2 p, float x_end, ImU32 col, const char* text) {
+    const float w = ImGui::CalcTextSize(text).x;
+    dl->AddText(ImVec2(p.x + x_end - w - 0.4f * em, p.y), col, text);
+  };
+  {  // header
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    dl->AddText(p, palette::kDim, "kernel");
+    right_text(p, num_x(0), palette::kDim, "instrs");
+    for (size_t c = 0; c < std::size(kShown); ++c)
+      right_text(p, num_x(static_cast<int>(c) + 1), class_color(kShown[c]), sass::class_name(kShown[c]));
+    right_text(p, num_x(nums - 1), palette::kDim, "/elem");
+    if (timed) right_text(p, num_x(nums - 1) + time_w, palette::kDim, "time");
+    ImGui::Dummy(ImVec2(avail, ImGui::GetTextLineHeight()));
+    ImGui::Separator();
+  }
   std::vector<size_t> shown;
   shown.reserve(g.rows.size());
   for (size_t i = 0; i < g.rows.size(); ++i)
     if (filter_match(g.rows[i].f->name, g.rows[i].f->bench)) shown.push_back(i);
+  ImGui::BeginChild("rows", ImVec2(0, 0), false);
+  dl = ImGui::GetWindowDrawList();
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, 0.0f));
+  const float line_h = ImGui::GetTextLineHeight() + 0.4f * em;
+  const float pad = 0.2f * em;
+  char buf[64];
   ImGuiListClipper clip;
-  clip.Begin(static_cast<int>(shown.size()));
+  clip.Begin(static_cast<int>(shown.size()), line_h);
   while (clip.Step()) {
     for (int row_i = clip.DisplayStart; row_i < clip.DisplayEnd; ++row_i) {
       const size_t i = shown[static_cast<size_t>(row_i)];
       const auto& r = g.rows[i];
-      ImGui::TableNextRow();
-      ImGui::TableNextColumn();
       ImGui::PushID(static_cast<int>(i));
-      if (ImGui::Selectable(r.label.c_str(), g.selected == static_cast<int>(i),
-                            ImGuiSelectableFlags_SpanAllColumns)) {
+      const ImVec2 p0 = ImGui::GetCursorScreenPos();
+      if (ImGui::InvisibleButton("##k", ImVec2(std::max(avail, 1.0f), line_h)))
         g.selected = static_cast<int>(i);
+      const bool hovered = ImGui::IsItemHovered();
+      ImGui::PopID();
+      const ImVec2 p(p0.x, p0.y + pad);
+      if (g.selected == static_cast<int>(i)) {
+        dl->AddRectFilled(p0, ImVec2(p0.x + avail, p0.y + line_h), ImGui::GetColorU32(ImGuiCol_Header));
+      } else if (hovered) {
+        dl->AddRectFilled(p0, ImVec2(p0.x + avail, p0.y + line_h),
+                          ImGui::GetColorU32(ImGuiCol_HeaderHovered));
       }
-      if (ImGui::IsItemHovered()) {
+      // Clipped on the CPU: a clip rectangle per row would cost a draw call per row.
+      const ImVec4 clip_name(p0.x, p0.y, p0.x + name_w - 0.3f * em, p0.y + line_h);
+      dl->AddText(nullptr, 0.0f, p, palette::kText, r.label.c_str(), nullptr, 0.0f, &clip_name);
+      std::snprintf(buf, sizeof buf, "%d", r.counts.total);
+      right_text(p, num_x(0), palette::kText, buf);
+      for (size_t c = 0; c < std::size(kShown); ++c) {
+        const int n = r.counts[kShown[c]];
+        std::snprintf(buf, sizeof buf, "%d", n);
+        right_text(p, num_x(static_cast<int>(c) + 1), n ? class_color(kShown[c]) : palette::kDim, buf);
+      }
+      if (r.pe) {
+        std::snprintf(buf, sizeof buf, "%.2f", r.pe->total());
+        right_text(p, num_x(nums - 1), palette::kText, buf);
+      }
+      const auto times = timed ? bench_rows_of(m, r.f->bench) : std::vector<const BenchRow*>{};
+      if (!times.empty()) {
+        std::snprintf(buf, sizeof buf, "%.1f us", times.front()->stats.median_s * 1e6);
+        right_text(p, num_x(nums - 1) + time_w, palette::kText, buf);
+      }
+      if (hovered) {
         ImGui::BeginTooltip();
         ImGui::TextUnformatted(r.f->demangled.c_str());
         if (!r.f->bench.empty()) ImGui::Text("bench kernel: %s", r.f->bench.c_str());
+        for (const auto* t : times)
+          ImGui::Text("%s: %.2f us, %.0f GB/s, %.1f%% of copy", t->shape.c_str(), t->stats.median_s * 1e6,
+                      t->gbps, t->pct_of_copy);
+        if (!times.empty()) ImGui::TextDisabled("the launcher picks this variant or its sibling by shape");
         ImGui::EndTooltip();
-      }
-      ImGui::PopID();
-      ImGui::TableNextColumn();
-      ImGui::Text("%d", r.counts.total);
-      for (auto c : kShown) {
-        ImGui::TableNextColumn();
-        const int n = r.counts[c];
-        if (n == 0) {
-          ImGui::TextDisabled("0");
-        } else {
-          ImGui::TextColored(palette::to_vec4(class_color(c)), "%d", n);
-        }
-      }
-      ImGui::TableNextColumn();
-      if (r.pe) ImGui::Text("%.2f", r.pe->total());
-      if (!timed) continue;
-      ImGui::TableNextColumn();
-      const auto times = bench_rows_of(m, r.f->bench);
-      if (!times.empty()) {
-        ImGui::Text("%.1f us", times.front()->stats.median_s * 1e6);
-        if (ImGui::IsItemHovered()) {
-          ImGui::BeginTooltip();
-          for (const auto* t : times)
-            ImGui::Text("%s  %s: %.2f us, %.0f GB/s, %.1f%% of copy", t->kernel.c_str(), t->shape.c_str(),
-                        t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);
-          ImGui::TextDisabled("the launcher picks this variant or its sibling by shape");
-          ImGui::EndTooltip();
-        }
       }
     }
   }
-  ImGui::EndTable();
+  ImGui::PopStyleVar();
+  ImGui::EndChild();
 }
 
 void build_lines() {
