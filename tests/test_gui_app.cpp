@@ -172,6 +172,36 @@ TEST_CASE("stepper: a bad hex input is refused and the previous input kept") {
   CHECK(good.output.find("state dql:awq-int4-fp16:0x12345678") != std::string::npos);
 }
 
+TEST_CASE("export: SVG of the stepper's and LOP3's bit figures, PNG of the active view") {
+  for (const char* v : {"stepper", "lop3"}) {
+    CAPTURE(v);
+    const std::string svg = tmp(std::string(v) + ".svg"), png = tmp(std::string(v) + "-view.png");
+    std::remove(svg.c_str());
+    std::remove(png.c_str());
+    const Run r = app("--screenshot " + tmp("x.png") + " --size 1280x800 --view " + v +
+                      " --script \"app.svg=" + svg + ";app.view-png=" + png + "\"");
+    INFO(r.output);
+    CHECK(r.status == 0);
+    std::ifstream in(svg);
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string doc = text.str();
+    CHECK(doc.rfind("<svg", 0) == 0);
+    CHECK(doc.find("</svg>") != std::string::npos);
+    size_t rects = 0;
+    for (size_t at = doc.find("<rect"); at != std::string::npos; at = doc.find("<rect", at + 1)) ++rects;
+    CHECK(rects >= 64);  // at least two 32-bit rows as cells
+    const Image view = load(png);
+    REQUIRE(view.ok());
+    CHECK(view.w < 1280);  // the view alone, without the list of views
+    CHECK(view.h < 800);
+  }
+  std::ifstream in(tmp("lop3.svg"));
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str().find(">out<") != std::string::npos);  // the truth table's header
+}
+
 TEST_CASE("command line: bad options and state tokens are refused with a sentence") {
   Run r = app("--screenshot " + tmp("x.png") + " --view nowhere");
   CHECK(r.status == 2);

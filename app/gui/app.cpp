@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 #include <vector>
 
 #include "model.hpp"
@@ -51,7 +52,7 @@ struct Shell {
   std::string notice;               // the last thing done (saved a file, copied a token)
   ImVec2 view_pos, view_size;       // the active view's rectangle, for PNG / SVG export
   bool want_png_window = false, want_png_view = false, want_svg = false;
-  std::string png_path;  // where the next PNG goes
+  std::string svg_path, png_path;  // names chosen by the test script for the next exports
   bool fullscreen = false;
   int windowed[4] = {0, 0, 0, 0};
   double play_clock = 0;
@@ -276,12 +277,22 @@ void draw_frame(Shell& s) {
   ImGui::BeginChild("##view", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
   s.view_pos = ImGui::GetWindowPos();
   s.view_size = ImGui::GetWindowSize();
+  // Test script: "app.svg=FILE" exports the active view's figures, "app.view-png=FILE" its pixels.
+  if (auto p = scripted("app.svg")) {
+    s.want_svg = true;
+    s.svg_path = *p;
+  }
+  if (auto p = scripted("app.view-png")) {
+    s.want_png_view = true;
+    s.png_path = *p;
+  }
   if (s.want_svg) svg_begin(s.view_pos, s.view_size);
   const int v = static_cast<int>(m.view);
   if (v >= 0 && v < static_cast<int>(ViewId::Count)) kDraw[v](m, s.ui);
   if (s.want_svg) {
     s.want_svg = false;
-    const std::string path = next_export_name(s, view_name(m.view), "svg");
+    const std::string path =
+        s.svg_path.empty() ? next_export_name(s, view_name(m.view), "svg") : std::exchange(s.svg_path, "");
     std::ofstream out(path);
     out << svg_end();
     if (out.flush()) {
@@ -475,8 +486,9 @@ int run_gui(const GuiOptions& opt) {
     // Captures: after the draw, before the swap.
     const bool last_screenshot_frame = !opt.screenshot.empty() && !script_pending() && ++settle >= 4;
     if (s.want_png_window || s.want_png_view || last_screenshot_frame) {
-      std::string path = last_screenshot_frame
-                             ? opt.screenshot
+      std::string path = last_screenshot_frame ? opt.screenshot
+                         : !s.png_path.empty()
+                             ? std::exchange(s.png_path, "")
                              : next_export_name(s, s.want_png_view ? view_name(m.view) : "window", "png");
       std::string why;
       bool ok;
