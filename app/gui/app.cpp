@@ -59,6 +59,9 @@ struct Shell {
   int export_count = 0;
   std::string settings_dir;  // empty: write no settings (tests, headless)
   bool quit = false;
+  float content_scale = 1.0f;  // the monitor's (HiDPI)
+  float font_scale = 1.0f;     // the user's (View menu, Ctrl+= / Ctrl+-), saved in the settings
+  bool rebuild_fonts = false;
 };
 
 std::string no_display_line() {
@@ -114,6 +117,25 @@ void load_fonts(Shell& s, float scale) {
   io.FontDefault = s.ui.ui;
 }
 
+// Style and fonts for a scale (content scale x the user's font scale); also between frames when
+// the user changes the text size (the atlas is rebuilt: 1.86 bakes fonts at fixed sizes).
+void apply_scale(Shell& s, bool rebuild_texture) {
+  const float scale = s.content_scale * s.font_scale;
+  ImGuiStyle& style = ImGui::GetStyle();
+  style = ImGuiStyle();
+  ImGui::StyleColorsDark();
+  style.WindowRounding = 0.0f;
+  style.FrameRounding = 3.0f;
+  style.ScaleAllSizes(scale);
+  ImGui::GetIO().Fonts->Clear();
+  s.ui = Ui{};
+  load_fonts(s, scale);
+  if (rebuild_texture) {
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+  }
+}
+
 void toggle_fullscreen(Shell& s) {
   if (!s.fullscreen) {
     glfwGetWindowPos(s.window, &s.windowed[0], &s.windowed[1]);
@@ -148,6 +170,16 @@ void handle_keys(Shell& s) {
   }
   if (ImGui::IsKeyPressed(GLFW_KEY_F11, false)) toggle_fullscreen(s);
   if (ImGui::IsKeyPressed(GLFW_KEY_F12, false)) s.want_png_window = true;
+  if (io.KeyCtrl &&
+      (ImGui::IsKeyPressed(GLFW_KEY_EQUAL, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD, false))) {
+    s.font_scale = std::min(3.0f, s.font_scale * 1.25f);
+    s.rebuild_fonts = true;
+  }
+  if (io.KeyCtrl &&
+      (ImGui::IsKeyPressed(GLFW_KEY_MINUS, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT, false))) {
+    s.font_scale = std::max(0.6f, s.font_scale / 1.25f);
+    s.rebuild_fonts = true;
+  }
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_C, false)) {
     const std::string t = m.token();
     glfwSetClipboardString(s.window, t.c_str());
@@ -215,6 +247,18 @@ void draw_menu(Shell& s) {
     }
     ImGui::Separator();
     if (ImGui::MenuItem("Fullscreen", "F11", s.fullscreen)) toggle_fullscreen(s);
+    if (ImGui::MenuItem("Larger text", "Ctrl+=", false, s.font_scale < 3.0f)) {
+      s.font_scale = std::min(3.0f, s.font_scale * 1.25f);
+      s.rebuild_fonts = true;
+    }
+    if (ImGui::MenuItem("Smaller text", "Ctrl+-", false, s.font_scale > 0.6f)) {
+      s.font_scale = std::max(0.6f, s.font_scale / 1.25f);
+      s.rebuild_fonts = true;
+    }
+    if (ImGui::MenuItem("Normal text size", nullptr, false, s.font_scale != 1.0f)) {
+      s.font_scale = 1.0f;
+      s.rebuild_fonts = true;
+    }
     ImGui::EndMenu();
   }
   const bool has_gpu =
@@ -400,13 +444,9 @@ int run_gui(const GuiOptions& opt) {
   }
   float xscale = 1.0f, yscale = 1.0f;
   glfwGetWindowContentScale(s.window, &xscale, &yscale);
-  const float scale = std::clamp(xscale, 1.0f, 4.0f) * (headless ? 1.0f : settings.font_scale);
-  ImGui::StyleColorsDark();
-  ImGuiStyle& style = ImGui::GetStyle();
-  style.WindowRounding = 0.0f;
-  style.FrameRounding = 3.0f;
-  style.ScaleAllSizes(scale);
-  load_fonts(s, scale);
+  s.content_scale = std::clamp(xscale, 1.0f, 4.0f);
+  s.font_scale = headless ? 1.0f : settings.font_scale;
+  apply_scale(s, false);
   ImGui_ImplGlfw_InitForOpenGL(s.window, true);
   ImGui_ImplOpenGL3_Init("#version 330");
 
@@ -468,6 +508,10 @@ int run_gui(const GuiOptions& opt) {
       glfwPollEvents();
     } else {
       glfwWaitEventsTimeout(0.25);
+    }
+    if (s.rebuild_fonts) {
+      s.rebuild_fonts = false;
+      apply_scale(s, true);
     }
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
@@ -546,7 +590,7 @@ int run_gui(const GuiOptions& opt) {
     } else {
       out.x = s.windowed[0], out.y = s.windowed[1], out.width = s.windowed[2], out.height = s.windowed[3];
     }
-    out.font_scale = settings.font_scale;
+    out.font_scale = s.font_scale;
     out.view = view_name(m.view);
     out.state = m.token();
     std::string why;
