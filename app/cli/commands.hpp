@@ -32,5 +32,6 @@ void add_verify(CLI::App& app);
 void add_device(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_sass(CLI::App& app);
+void add_gemv(CLI::App& app);
 
 }  // namespace dql::cli

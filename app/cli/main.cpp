@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   dql::cli::add_device(app);
   dql::cli::add_bench(app);
   dql::cli::add_sass(app);
+  dql::cli::add_gemv(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
