@@ -190,10 +190,25 @@ Heatmap::Hover Heatmap::draw(const char* id, ImVec2 size) {
     ImGui::Dummy(size);
     return hv;
   }
-  if (dirty_ || w != image_w_ || h != image_h_) render(w, h);
+  if (dirty_) render(cols_, rows_);
   ImGui::PushID(id);
   if (image_tex_) {
+    // One texel per cell, magnified without filtering: the picture stays small in memory, which
+    // keeps drawing it cheap on software GL; the grid is drawn as lines on top.
     ImGui::Image(reinterpret_cast<ImTextureID>(static_cast<intptr_t>(image_tex_)), size);
+    const float cw = size.x / static_cast<float>(cols_), ch = size.y / static_cast<float>(rows_);
+    if (grid_ && cw >= 6 && ch >= 6) {
+      ImDrawList* dl = ImGui::GetWindowDrawList();
+      const ImU32 line = IM_COL32(0, 0, 0, 110);
+      for (int c = 1; c < cols_; ++c) {
+        const float x = std::floor(origin_.x + c * cw) + 0.5f;
+        dl->AddLine(ImVec2(x, origin_.y), ImVec2(x, origin_.y + size.y), line);
+      }
+      for (int r = 1; r < rows_; ++r) {
+        const float y = std::floor(origin_.y + r * ch) + 0.5f;
+        dl->AddLine(ImVec2(origin_.x, y), ImVec2(origin_.x + size.x, y), line);
+      }
+    }
   } else {
     ImGui::Dummy(size);
     ImGui::GetWindowDrawList()->AddRectFilled(origin_, ImVec2(origin_.x + size.x, origin_.y + size.y),

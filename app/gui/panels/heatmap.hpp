@@ -1,7 +1,7 @@
 // A grid of values drawn as a heatmap by the GLSL shaders in shaders/ (heatmap.vert / .frag): the
 // values go to a data texture (R32F), the shader colours each cell and renders the picture into a
-// texture of its own, shown with ImGui::Image. The picture is re-rendered only when the data, the
-// colour map or the size change. GL state is saved and restored around the render.
+// texture of its own (one texel per cell), shown with ImGui::Image. The picture is re-rendered only when the
+// data or the colour map change. GL state is saved and restored around the render.
 #pragma once
 
 #include <imgui.h>
