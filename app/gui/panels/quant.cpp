@@ -1,7 +1,9 @@
 // Quantize: a matrix (generated, .npy, or a tensor of a .safetensors file) through quant and
 // dequant on the active backend, off the UI thread; the weights' histogram with the levels of a
 // chosen group (NF4: its 16 levels on the normal density), error statistics and an error heatmap.
+#include <fmt/format.h>
 #include <imgui.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -102,12 +104,27 @@ double out_value(uint16_t bits16, recipes::OutType t) {
   return bits::to_double(bits16, t == recipes::OutType::F16 ? bits::kF16 : bits::kBF16);
 }
 
+// About 12 bytes an element are held at once (fp32 weights, codes, the fp16 result, the packed
+// words); refuse a matrix that cannot fit in the memory free now rather than fail halfway.
+void check_fits(int64_t n, int64_t k) {
+  const double need = static_cast<double>(n) * static_cast<double>(k) * 12.0;
+  const double free_b =
+      static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (free_b > 0 && need > free_b) {
+    throw Error(
+        fmt::format("a {}x{} matrix needs about {:.1f} GiB to quantize and dequantize; {:.1f} GiB of memory "
+                    "is free: choose a smaller shape",
+                    n, k, need / 1073741824.0, free_b / 1073741824.0));
+  }
+}
+
 Result run(Request req, std::shared_ptr<Backend> b) {
   Result r;
   r.req = req;
   const auto t0 = std::chrono::steady_clock::now();
   try {
     if (req.source == 0) {
+      check_fits(req.n, req.k);
       r.w = random_matrix(req.dist, req.seed, req.n, req.k);
     } else if (req.source == 1) {
       r.w = to_f32_matrix(read_npy(req.path), "'" + req.path + "'");
@@ -116,6 +133,7 @@ Result run(Request req, std::shared_ptr<Backend> b) {
                           "tensor '" + req.tensor + "' in '" + req.path + "'");
     }
     r.n = r.w.shape.at(0), r.k = r.w.shape.at(1);
+    check_fits(r.n, r.k);
     QuantSpec spec = req.spec;
     if (spec.group == 0) spec.group = static_cast<int>(r.k);  // per channel
     check_quant_shape(spec, r.n, r.k);
