@@ -101,10 +101,10 @@ void build(State& s, const Model& m, const std::vector<int64_t>* kernel_probe, i
   const auto cols = layouts::column_interleave(g);
   std::vector<float> cinv(i * v);
   for (int n = 0; n < i; ++n) {
-    for (int r = 0; r < v; ++r) cinv[cols[n * v + r]] = static_cast<float>(s.qualitative ? n : n * v + r);
+    for (int r = 0; r < v; ++r) cinv[cols[n * v + r]] = static_cast<float>(n);
   }
   s.cols_fwd.set(v, i, as_floats(cols), 0, static_cast<float>(i * v - 1), cm);
-  s.cols_inv.set(i * v, 1, cinv, 0, static_cast<float>(i * v - 1), cm);
+  s.cols_inv.set(i * v, 1, cinv, 0, static_cast<float>(i - 1), ColorMap::Qualitative);
 
   // The composed tile map. Forward: I rows (n) x 64 columns (k), coloured by where each lands.
   const auto tf = layouts::tile_forward(g);
@@ -465,13 +465,12 @@ void draw_layouts(Model& m, const Ui& ui) {
       for (int n = 0; n < il; ++n)
         for (int r = 0; r < v; ++r)
           cell_text(s.cols_fwd, r, n, std::to_string(static_cast<int>(s.cols_fwd.value(r, n))), ui);
-      ImGui::TextUnformatted("word of the tile -> (column n, word r)");
+      ImGui::TextUnformatted("word of the tile -> word r (the number) of column n (the colour)");
       const auto h2 = s.cols_inv.draw("cinv", ImVec2(cw * il * v, 2.2f * em));
       const auto cols = layouts::column_interleave(g);
       std::vector<int> src(il * v);
       for (int x = 0; x < il * v; ++x) src[cols[x]] = x;
-      for (int w = 0; w < il * v; ++w)
-        cell_text(s.cols_inv, w, 0, std::to_string(src[w] / v) + "," + std::to_string(src[w] % v), ui);
+      for (int w = 0; w < il * v; ++w) cell_text(s.cols_inv, w, 0, std::to_string(src[w] % v), ui);
       int from = -1;
       if (h1.hovered()) from = h1.row * v + h1.col;
       if (h2.hovered()) from = src[h2.col];
