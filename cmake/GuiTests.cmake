@@ -9,8 +9,9 @@ doctest_discover_tests(dql_gui_model_tests TEST_PREFIX "gui model: ")
 
 # The app under Xvfb + Mesa (llvmpipe). Exit status 77 = skipped, with a message, where xvfb-run
 # is missing; CI installs it (scripts/setup.sh).
-add_executable(dql_gui_app_tests ${PROJECT_SOURCE_DIR}/tests/test_gui_app.cpp)
-target_link_libraries(dql_gui_app_tests PRIVATE doctest::doctest PkgConfig::STB)
+add_executable(dql_gui_app_tests ${PROJECT_SOURCE_DIR}/tests/test_gui_app.cpp
+                                 ${PROJECT_SOURCE_DIR}/tests/test_gui_views.cpp)
+target_link_libraries(dql_gui_app_tests PRIVATE doctest::doctest PkgConfig::STB nlohmann_json::nlohmann_json)
 target_compile_definitions(dql_gui_app_tests PRIVATE
   DQL_PROGRAM="$<TARGET_FILE:dequant-lab>"
   DQL_TEST_TMPDIR="${CMAKE_CURRENT_BINARY_DIR}")

@@ -302,7 +302,8 @@ void draw_timing(Model& m, const Ui& ui) {
     s.device_line = s.backend->info().summary();
   }
   // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.shapes=NxK,NxK",
-  // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare".
+  // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
+  // "timing.save-json=PATH" (below).
   if (auto v = scripted("timing.kernels")) {
     s.chosen.clear();
     size_t at = 0;
@@ -395,6 +396,20 @@ void draw_timing(Model& m, const Ui& ui) {
   if (!s.error.empty()) error_text(s.error);
 
   const std::vector<BenchRow>& rows = m.bench_rows;
+  // "timing.save-json=PATH" (scripts): writes the results once there are some (or gives up when a
+  // run failed), so a scripted screenshot ends with the report on disk.
+  if (!rows.empty() && !s.job.valid()) {
+    if (auto v = scripted("timing.save-json")) {
+      try {
+        front::write_report_file(*v, front::bench_report_json(s.device, rows).dump(2) + "\n");
+      } catch (const std::exception& e) {
+        s.error = e.what();
+        m.set_error(s.error);
+      }
+    }
+  } else if (!s.job.valid() && !s.error.empty()) {
+    scripted("timing.save-json");
+  }
   if (rows.empty()) {
     dim_text("no results yet: choose kernels and shapes, then Run");
     return;

@@ -1,0 +1,127 @@
+// The layouts, quantize and timing views in the running app under Xvfb: the layouts view draws the
+// tile map with the shader's colour ramp and agrees with the permute kernel, the quantize view
+// refuses bad shapes with a sentence, and a scripted benchmark ends with its results on disk.
+// Linked into the GUI app test program (its main skips everything where xvfb-run is missing).
+#include <doctest/doctest.h>
+#include <stb_image.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Picture {
+  int w = 0, h = 0;
+  std::vector<unsigned char> px;  // RGBA
+  bool has(uint32_t rgb) const {
+    for (size_t i = 0; i + 3 < px.size(); i += 4) {
+      if (((uint32_t{px[i]} << 16) | (uint32_t{px[i + 1]} << 8) | px[i + 2]) == rgb) return true;
+    }
+    return false;
+  }
+};
+
+std::string tmp(const std::string& name) { return std::string(DQL_TEST_TMPDIR) + "/views-" + name; }
+
+struct Outcome {
+  int status = -1;
+  std::string output;
+  Picture picture;
+};
+
+// A scripted screenshot of one view (the app prints the error it shows and its state on stderr).
+Outcome screenshot(const std::string& view, const std::string& script) {
+  const std::string png = tmp(view + ".png"), log = tmp("log.txt");
+  std::remove(png.c_str());
+  const std::string cmd = "xvfb-run -a -s '-screen 0 1600x1000x24' " + std::string(DQL_PROGRAM) +
+                          " --screenshot " + png + " --size 1600x1000 --view " + view + " --script \"" +
+                          script + "\" > " + log + " 2>&1";
+  Outcome o;
+  const int rc = std::system(cmd.c_str());
+  o.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  o.output = ss.str();
+  int n = 0;
+  if (unsigned char* d = stbi_load(png.c_str(), &o.picture.w, &o.picture.h, &n, 4)) {
+    o.picture.px.assign(d, d + static_cast<size_t>(o.picture.w) * static_cast<size_t>(o.picture.h) * 4u);
+    stbi_image_free(d);
+  }
+  return o;
+}
+
+// The ends of the heatmap shader's ramp (shaders/heatmap.frag) and the palette's "good" green.
+constexpr uint32_t kRampLow = 0x440154, kRampHigh = 0xFDE725, kGood = 0x5AC86E;
+
+}  // namespace
+
+TEST_CASE("layouts view: the tile map drawn with the shader's ramp, and the permute kernel agrees") {
+  for (const char* bits : {"4", "8"}) {
+    CAPTURE(bits);
+    const Outcome o = screenshot("layouts", std::string("layouts.bits=") + bits + ";layouts.tab=tile");
+    INFO(o.output);
+    REQUIRE(o.status == 0);
+    REQUIRE(o.picture.w == 1600);
+    CHECK(o.output.find("the app shows") == std::string::npos);  // no error
+    // Coloured by word: word 0 and word 31 of the tile take the two ends of the ramp.
+    CHECK(o.picture.has(kRampLow));
+    CHECK(o.picture.has(kRampHigh));
+    CHECK(o.picture.has(kGood));  // "Picture matches the permute kernel ..."
+  }
+}
+
+TEST_CASE("quantize view: shapes the scheme cannot take are refused with a sentence") {
+  const Outcome good = screenshot("quant", "quant.scheme=nf4;quant.shape=128x512");
+  INFO(good.output);
+  REQUIRE(good.status == 0);
+  CHECK(good.output.find("the app shows") == std::string::npos);
+  CHECK(good.picture.has(kRampLow));  // the error map, at its low end somewhere
+
+  const Outcome bad = screenshot("quant", "quant.scheme=int4-sym;quant.group=128;quant.shape=256x100");
+  INFO(bad.output);
+  CHECK(bad.status == 0);
+  CHECK(bad.output.find("K = 100 does not divide by the group size 128") != std::string::npos);
+
+  const Outcome big = screenshot("quant", "quant.shape=400000x400000");
+  INFO(big.output);
+  CHECK(big.status == 0);
+  CHECK(big.output.find("choose a smaller shape") != std::string::npos);
+
+  const Outcome shape = screenshot("quant", "quant.shape=12x");
+  INFO(shape.output);
+  CHECK(shape.output.find("NxK") != std::string::npos);
+}
+
+TEST_CASE("timing view: a scripted benchmark runs in the background and its results are saved") {
+  const std::string json = tmp("bench.json");
+  std::remove(json.c_str());
+  const Outcome o =
+      screenshot("timing",
+                 "timing.kernels=dequant/awq-int4-fp16,dequant/naive-int4-fp16;timing.shapes=64x128;"
+                 "timing.warm=1;timing.timeout=0.2;timing.run=1;timing.tab=medians;timing.save-json=" +
+                     json);
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK(o.output.find("the app shows") == std::string::npos);
+  std::ifstream f(json);
+  REQUIRE(f.good());
+  const nlohmann::json j = nlohmann::json::parse(f);
+  REQUIRE(j["rows"].size() == 2);
+  CHECK(j["device"]["backend"].is_string());
+  for (const auto& r : j["rows"]) {
+    CHECK(r["q1_us"].get<double>() <= r["median_us"].get<double>());
+    CHECK(r["median_us"].get<double>() <= r["q3_us"].get<double>());
+    CHECK(r["samples"].get<int>() >= 1);
+    CHECK(r["cold"] == false);
+  }
+  CHECK(j["rows"][0]["kernel"] == "dequant/awq-int4-fp16");
+  CHECK(j["rows"][0]["baseline"] == "naive-int4-fp16");  // the speed-up over the naive recipe
+  CHECK(o.picture.has(0xE65555));                        // the first kernel's bar, in element hue 0
+}
