@@ -302,7 +302,7 @@ void draw_layouts(Model& m, const Ui& ui) {
                                           : "logical index");
       const float pw = pic_w / 32.0f;
       const auto hi =
-          s.tile_inv.draw("tinv", ImVec2(pw * 32, std::max(1.6f * em, std::min(pw, 2.5f * em)) * e));
+          s.tile_inv.draw("tinv", ImVec2(pw * 32, std::max(1.6f * em, std::min(pw, 1.6f * em)) * e));
       const auto tf = layouts::tile_forward(g);
       const auto ti = layouts::tile_inverse(g);
       int logical = -1;
