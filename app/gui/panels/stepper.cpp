@@ -105,7 +105,8 @@ std::string element_of_code(const recipes::RecipeSpec& spec, uint32_t code) {
                                                      : static_cast<int>(code);
       return fmt::format("{}", v);
     }
-    case recipes::Encoding::Nf4Code: return fmt::format("code {}", code);
+    case recipes::Encoding::Nf4Code:  // the code book's entry (before the absmax scale)
+      return fmt::format("{:.4g}", bits::to_double(recipes::nf4_code_bits(code), bits::kF32));
   }
   return {};
 }
