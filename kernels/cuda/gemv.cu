@@ -163,9 +163,11 @@ __device__ void finish_tile(const Out& o, float* sums, unsigned* counter, int do
 // The fp32 sum of a group stays in the mma accumulators and meets its scale once per group
 // (one FFMA per output), not once per weight.
 //
-// Work is split evenly across a grid sized to the GPU (stream-K): block b takes units
-// [b U / grid, (b + 1) U / grid) of the U = tiles x steps, so no wave is left half full.
-constexpr int kWarps = 4;
+// A block (4 warps, 64 channels) takes L consecutive steps of one tile; the slices of a tile meet
+// in the workspace. notes/performance.md has the versions tried (persistent stream-K blocks,
+// cp.async pipelines) and why this simple form won.
+constexpr int kWarps = 4;       // the online kernel's warps per block
+constexpr int kSliceWarps = 4;  // the mixed-GEMM kernel's
 
 template <int BITS, int WPT>
 struct FtShape {
@@ -208,139 +210,148 @@ __device__ __forceinline__ Words<WPT> load_words(const uint32_t* p) {
   return w;
 }
 
-template <int WPT>
-__device__ __forceinline__ Words<WPT> load_x(const uint16_t* p) {
-  Words<WPT> w;
-  if constexpr (WPT == 4) {
-    const uint4 t = __ldg(reinterpret_cast<const uint4*>(p));
-    w.v[0] = t.x, w.v[1] = t.y, w.v[2] = t.z, w.v[3] = t.w;
-  } else {
-    const uint2 t = __ldg(reinterpret_cast<const uint2*>(p));
-    w.v[0] = t.x, w.v[1] = t.y;
-  }
-  return w;
-}
-
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
-__global__ void __launch_bounds__(kWarps * 32) ft_mma_kernel(FtArgs a) {
+// The slice form: block b takes tile b / slices and the L consecutive steps of slice b % slices.
+// Every lane issues all its weight loads of the slice at once (each column-group stream is then
+// read L * 256 bytes at a time), the block stages the slice's X in shared memory once, and the
+// scales come with the weights. Slices of a tile meet in the workspace (finish_tile).
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int L>
+__global__ void __launch_bounds__(kSliceWarps * 32) ft_slice_kernel(FtArgs a) {
   using S = FtShape<BITS, WPT>;
+  using W = Words<WPT>;
+  constexpr int kTok = 8 * NT;
+  constexpr int kPitch = L * S::KSTEP + 8;  // halves per staged X row (+16 bytes: no bank conflicts)
+  __shared__ __align__(16) uint16_t xs[kTok * kPitch];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
-  const int64_t tiles = a.n / (16 * kWarps), steps = a.k / S::KSTEP;
-  const int64_t units = static_cast<int64_t>(a.mchunks) * tiles * steps;
-  const int64_t u_begin = blockIdx.x * units / gridDim.x, u_end = (blockIdx.x + 1) * units / gridDim.x;
-  const int64_t wptc = a.k * S::I / S::E;  // words per column group
-  const int steps_per_group = a.group / S::KSTEP;
+  constexpr int kTileChannels = 16 * kSliceWarps;
+  const int64_t tiles = (a.n + kTileChannels - 1) / kTileChannels;
+  const int slices = static_cast<int>(a.k / S::KSTEP / L);
+  const int64_t seg = blockIdx.x / slices;
+  const int s0 = static_cast<int>(blockIdx.x % slices) * L;
+  const int64_t mc = seg / tiles, tile = seg % tiles;
+  const int64_t wptc = a.k * S::I / S::E;
+  const int64_t ch0 = tile * kTileChannels + warp * 16 + g, ch1 = ch0 + 8;
+  const bool live = ch0 < a.n;
+  const uint32_t* col0 = a.q + ((live ? ch0 : 0) / S::I) * wptc + S::V * ((live ? ch0 : 0) % S::I);
+  const uint32_t* col1 = a.q + ((live ? ch1 : 0) / S::I) * wptc + S::V * ((live ? ch1 : 0) % S::I);
+  const auto word_offset = [&](int s) {
+    const int cw = s * 4 * WPT + r * WPT;
+    return S::I * S::V * (cw / S::V) + cw % S::V;
+  };
+  const auto k_base = [&](int s) {  // relative to the slice's first k
+    const int cw = s * 4 * WPT + r * WPT;
+    const int wi = cw % S::V;
+    return 64 * (cw / S::V) + S::RG * (wi / 4) + 2 * (wi % 4) - s0 * S::KSTEP;
+  };
 
-  for (int64_t u = u_begin; u < u_end;) {
-    const int64_t seg = u / steps, s0 = u % steps;
-    const int64_t s1 = min(steps, s0 + (u_end - u));
-    const int64_t mc = seg / tiles, tile = seg % tiles;
-    const int64_t ch0 = tile * 16 * kWarps + warp * 16 + g, ch1 = ch0 + 8;
-    const uint32_t* col0 = a.q + (ch0 / S::I) * wptc + S::V * (ch0 % S::I);
-    const uint32_t* col1 = a.q + (ch1 / S::I) * wptc + S::V * (ch1 % S::I);
-    // Tokens of this lane's B fragments: tile t holds tokens mc * 8NT + 8t + g.
-    const int64_t tok_b = mc * 8 * NT + g;
+  // 1. Every weight word of the slice, and the scales of the groups that end in it.
+  W w0[L], w1[L];
+#pragma unroll
+  for (int j = 0; j < L; ++j) {
+    w0[j] = live ? load_words<WPT>(col0 + word_offset(s0 + j)) : W{};
+    w1[j] = live ? load_words<WPT>(col1 + word_offset(s0 + j)) : W{};
+  }
+  const int spg = a.group / S::KSTEP;  // steps per group
+  uint16_t sc0[L], sc1[L];
+#pragma unroll
+  for (int j = 0; j < L; ++j) {
+    const int s = s0 + j;
+    const bool end = (s + 1) % spg == 0 || j == L - 1;
+    const int64_t gi = s / spg;
+    sc0[j] = live && end ? __ldg(a.scales + gi * a.n + ch0) : uint16_t{0};
+    sc1[j] = live && end ? __ldg(a.scales + gi * a.n + ch1) : uint16_t{0};
+  }
+  // 2. X of the slice's K range, for this token chunk, into shared memory.
+  const int64_t tok0 = mc * kTok;
+  const int64_t k0 = static_cast<int64_t>(s0) * S::KSTEP;
+  constexpr int kVecPerRow = L * S::KSTEP / 8;
+  for (int i = threadIdx.x; i < kTok * kVecPerRow; i += kSliceWarps * 32) {
+    const int t = i / kVecPerRow, v = i % kVecPerRow;
+    const uint4 val = tok0 + t < a.m ? __ldg(reinterpret_cast<const uint4*>(a.x + (tok0 + t) * a.k + k0) + v)
+                                     : make_uint4(0u, 0u, 0u, 0u);
+    *reinterpret_cast<uint4*>(xs + t * kPitch + v * 8) = val;
+  }
+  __syncthreads();
 
-    // Step s: the lane's chunk starts at column word cw = s * 4 WPT + r * WPT.
-    const auto word_offset = [&](int64_t s) {
-      const int64_t cw = s * 4 * WPT + r * WPT;
-      return S::I * S::V * (cw / S::V) + cw % S::V;
-    };
-    const auto k_base = [&](int64_t s) {
-      const int64_t cw = s * 4 * WPT + r * WPT;
-      const int wi = static_cast<int>(cw % S::V);
-      return 64 * (cw / S::V) + S::RG * (wi / 4) + 2 * (wi % 4);
-    };
-
-    float acc[NT][4] = {}, grp[NT][4] = {};
-    Words<WPT> w0 = load_words<WPT>(col0 + word_offset(s0));
-    Words<WPT> w1 = load_words<WPT>(col1 + word_offset(s0));
-    for (int64_t s = s0; s < s1; ++s) {
-      Words<WPT> n0{}, n1{};
-      if (s + 1 < s1) {
-        n0 = load_words<WPT>(col0 + word_offset(s + 1));
-        n1 = load_words<WPT>(col1 + word_offset(s + 1));
-      }
-      // X for this step: run p of WPT pairs at k_base + 8p, per token tile.
-      Words<WPT> xr[NT][S::PPW];
-      const int64_t kb = k_base(s);
+  // 3. The products.
+  float acc[NT][4] = {}, grp[NT][4] = {};
+#pragma unroll
+  for (int j = 0; j < L; ++j) {
+    const int s = s0 + j;
+    W xr[NT][S::PPW];
+    const int kb = k_base(s);
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+#pragma unroll
+      for (int p = 0; p < S::PPW; ++p) xr[t][p] = *reinterpret_cast<const W*>(xs + (g + 8 * t) * kPitch + kb + 8 * p);
+    }
+    uint32_t pa[WPT * S::PPW], pb[WPT * S::PPW];
+#pragma unroll
+    for (int i = 0; i < WPT; ++i) {
+      gemv::ft_word_pairs<NAIVE>(BITS, T, w0[j].v[i], pa + i * S::PPW);
+      gemv::ft_word_pairs<NAIVE>(BITS, T, w1[j].v[i], pb + i * S::PPW);
+    }
+#pragma unroll
+    for (int m = 0; m < S::MMAS; ++m) {
+      const int q0 = 2 * m, q1 = 2 * m + 1;
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        const int64_t tok = tok_b + 8 * t;
-#pragma unroll
-        for (int p = 0; p < S::PPW; ++p) {
-          xr[t][p] = tok < a.m ? load_x<WPT>(a.x + tok * a.k + kb + 8 * p) : Words<WPT>{};
-        }
+        mma_16816<T>(grp[t], pa[q0], pb[q0], pa[q1], pb[q1], xr[t][q0 % S::PPW].v[q0 / S::PPW],
+                     xr[t][q1 % S::PPW].v[q1 / S::PPW]);
       }
-      // The words' values, pair q = u * PPW + p.
-      uint32_t pa[WPT * S::PPW], pb[WPT * S::PPW];
-#pragma unroll
-      for (int i = 0; i < WPT; ++i) {
-        gemv::ft_word_pairs<NAIVE>(BITS, T, w0.v[i], pa + i * S::PPW);
-        gemv::ft_word_pairs<NAIVE>(BITS, T, w1.v[i], pb + i * S::PPW);
-      }
-#pragma unroll
-      for (int j = 0; j < S::MMAS; ++j) {
-        const int q0 = 2 * j, q1 = 2 * j + 1;
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          const uint32_t b0 = xr[t][q0 % S::PPW].v[q0 / S::PPW], b1 = xr[t][q1 % S::PPW].v[q1 / S::PPW];
-          mma_16816<T>(grp[t], pa[q0], pb[q0], pa[q1], pb[q1], b0, b1);
-        }
-      }
-      const bool group_end = (s + 1) % steps_per_group == 0 || s + 1 == s1;
-      if (group_end) {
-        const int64_t gi = s * S::KSTEP / a.group;
-        const float sc0 = quant::half_to_f32(__ldg(a.scales + gi * a.n + ch0));
-        const float sc1 = quant::half_to_f32(__ldg(a.scales + gi * a.n + ch1));
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          acc[t][0] = fmaf(sc0, grp[t][0], acc[t][0]);
-          acc[t][1] = fmaf(sc0, grp[t][1], acc[t][1]);
-          acc[t][2] = fmaf(sc1, grp[t][2], acc[t][2]);
-          acc[t][3] = fmaf(sc1, grp[t][3], acc[t][3]);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) grp[t][i] = 0.0f;
-        }
-      }
-      w0 = n0;
-      w1 = n1;
     }
-    const int64_t tok_c = mc * 8 * NT + 2 * r;
-    finish_tile<T>(a.out, a.sums, a.counters + seg, static_cast<int>(s1 - s0), static_cast<int>(steps),
-                   [&](auto&& fn) {
+    if ((s + 1) % spg == 0 || j == L - 1) {
+      const float f0 = quant::half_to_f32(sc0[j]), f1 = quant::half_to_f32(sc1[j]);
 #pragma unroll
-                     for (int t = 0; t < NT; ++t) {
-                       fn(tok_c + 8 * t, ch0, acc[t][0]);
-                       fn(tok_c + 8 * t + 1, ch0, acc[t][1]);
-                       fn(tok_c + 8 * t, ch1, acc[t][2]);
-                       fn(tok_c + 8 * t + 1, ch1, acc[t][3]);
-                     }
-                   });
-    u += s1 - s0;
+      for (int t = 0; t < NT; ++t) {
+        acc[t][0] = fmaf(f0, grp[t][0], acc[t][0]);
+        acc[t][1] = fmaf(f0, grp[t][1], acc[t][1]);
+        acc[t][2] = fmaf(f1, grp[t][2], acc[t][2]);
+        acc[t][3] = fmaf(f1, grp[t][3], acc[t][3]);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) grp[t][e] = 0.0f;
+      }
+    }
   }
+  const int64_t tok_c = tok0 + 2 * r;
+  finish_tile<T>(a.out, a.sums, a.counters + seg, L, static_cast<int>(a.k / S::KSTEP), [&](auto&& fn) {
+    if (!live) return;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      fn(tok_c + 8 * t, ch0, acc[t][0]);
+      fn(tok_c + 8 * t + 1, ch0, acc[t][1]);
+      fn(tok_c + 8 * t, ch1, acc[t][2]);
+      fn(tok_c + 8 * t + 1, ch1, acc[t][3]);
+    }
+  });
 }
 
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
-std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int L>
+std::string launch_slice(const GemvLaunch& Lc, const Workspace& ws, bool wait) {
   using S = FtShape<BITS, WPT>;
-  const auto kernel = ft_mma_kernel<BITS, WPT, T, NAIVE, NT>;
   FtArgs a{};
-  a.q = L.w.q;
-  a.scales = L.w.scales;
-  a.x = L.p.x;
-  a.n = L.w.n, a.k = L.w.k, a.m = L.p.m;
-  a.group = L.w.group;
-  a.mchunks = static_cast<int>((L.p.m + 8 * NT - 1) / (8 * NT));
-  a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
+  a.q = Lc.w.q;
+  a.scales = Lc.w.scales;
+  a.x = Lc.p.x;
+  a.n = Lc.w.n, a.k = Lc.w.k, a.m = Lc.p.m;
+  a.group = Lc.w.group;
+  a.mchunks = static_cast<int>((Lc.p.m + 8 * NT - 1) / (8 * NT));
+  a.out = Out{Lc.y, Lc.p.bias, Lc.p.epi, Lc.p.m, Lc.w.n};
   a.sums = ws.sums;
   a.counters = ws.counters;
-  const int64_t units = a.mchunks * (a.n / (16 * kWarps)) * (a.k / S::KSTEP);
-  static int per_sm = 0;  // asked once per kernel: a query per launch would sit inside the timings
-  if (per_sm == 0) cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0);
-  const int64_t grid = std::min<int64_t>(units, static_cast<int64_t>(std::max(1, per_sm)) * L.sms);
-  kernel<<<static_cast<unsigned>(grid), kWarps * 32>>>(a);
+  constexpr int kTileChannels = 16 * kSliceWarps;
+  const int64_t blocks = a.mchunks * ((a.n + kTileChannels - 1) / kTileChannels) * (a.k / S::KSTEP / L);
+  ft_slice_kernel<BITS, WPT, T, NAIVE, NT, L><<<static_cast<unsigned>(blocks), kSliceWarps * 32>>>(a);
   return status("the mixed-GEMM GEMV kernel", wait);
+}
+
+// L steps per block: 4 with one token tile, 8 with more (X staged once serves more weights);
+// 1 where the number of steps does not divide.
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  constexpr int kL = NT == 2 ? 8 : 4;
+  const int64_t steps = L.w.k / FtShape<BITS, WPT>::KSTEP;
+  if (steps % kL == 0) return launch_slice<BITS, WPT, T, NAIVE, NT, kL>(L, ws, wait);
+  return launch_slice<BITS, WPT, T, NAIVE, NT, 1>(L, ws, wait);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>

@@ -320,7 +320,7 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
       std::vector<int64_t> ms = {1, 3, 8, 9, 16};
       if (gemm) ms.insert(ms.end(), {40, 256});
       for (OutType t : {OutType::F16, OutType::BF16}) {
-        if (t == OutType::BF16 && !(ft || c.path == gemv::Path::Online)) continue;
+        if (t == OutType::BF16 && !ft) continue;  // bf16 reads the mixed-GEMM layout
         for (int64_t m : ms) {
           gemv::Epilogue epi;
           epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
