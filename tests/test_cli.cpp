@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 #include <sys/wait.h>
 
+#include <unistd.h>
+
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +20,8 @@ struct Run {
 };
 
 Run run(const std::string& args) {
-  const std::string err_file = std::string(DQL_TEST_TMPDIR) + "/cli_stderr.txt";
+  // One file per process: CTest runs the cases of this program side by side.
+  const std::string err_file = std::string(DQL_TEST_TMPDIR) + "/cli_stderr_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string("'") + DQL_PROGRAM + "' " + args + " 2>'" + err_file + "'";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);

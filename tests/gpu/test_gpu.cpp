@@ -337,8 +337,9 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
                       t == OutType::F16 ? "fp16" : "bf16", static_cast<long long>(m), eg.rel_l2, ec.rel_l2,
                       exact ? ", equal bits" : "");
           CHECK(eg.rel_l2 < (c.path == gemv::Path::Online ? 2e-2 : goal));
-          // The online path adds its block sums in the twin's order: the same bits.
-          if (c.path == gemv::Path::Online) CHECK(exact);
+          // The online path adds its block sums in the twin's order: the same bits (before an
+          // activation: the device's expf and the host's exp may differ in the last place).
+          if (c.path == gemv::Path::Online && epi.act == gemv::Act::None) CHECK(exact);
           if (ft && c.path == gemv::Path::Fast) {
             // The same kernel with the per-element conversion: the same values, so within the goal
             // too (bits may differ where K is split across blocks: fp32 partial sums meet in any order).
