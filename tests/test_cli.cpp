@@ -1,7 +1,6 @@
 // The built program, run as a user runs it: JSON output, exit statuses, error sentences.
 #include <doctest/doctest.h>
 #include <sys/wait.h>
-
 #include <unistd.h>
 
 #include <array>
@@ -11,32 +10,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "program.hpp"
+
 namespace {
 
-struct Run {
-  int status;
-  std::string out;
-  std::string err;
-};
+using dql::test::Run;
 
-Run run(const std::string& args) {
-  // One file per process: CTest runs the cases of this program side by side.
-  const std::string err_file = std::string(DQL_TEST_TMPDIR) + "/cli_stderr_" + std::to_string(getpid()) + ".txt";
-  const std::string cmd = std::string("'") + DQL_PROGRAM + "' " + args + " 2>'" + err_file + "'";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  Run r{};
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  if (FILE* f = fopen(err_file.c_str(), "r")) {
-    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
-    fclose(f);
-  }
-  return r;
-}
+Run run(const std::string& args) { return dql::test::run_program(DQL_PROGRAM, args, DQL_TEST_TMPDIR); }
 
 nlohmann::json run_json(const std::string& args) {
   const Run r = run(args);

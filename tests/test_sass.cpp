@@ -17,6 +17,7 @@
 #include "kernels/bits/prmt.hpp"
 #include "kernels/sass/embedded.hpp"
 #include "kernels/sass/sass.hpp"
+#include "program.hpp"
 
 using namespace dql;
 using sass::OpClass;
@@ -44,28 +45,9 @@ sass::Instr instr(const std::string& line) {
   return *in;
 }
 
-struct Run {
-  int status;
-  std::string out, err;
-};
+using dql::test::Run;
 
-Run run(const std::string& args) {
-  const std::string err_file = std::string(DQL_TEST_TMPDIR) + "/sass_stderr.txt";
-  const std::string cmd = std::string("'") + DQL_PROGRAM + "' " + args + " 2>'" + err_file + "'";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  Run r{};
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  if (FILE* f = fopen(err_file.c_str(), "r")) {
-    while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) r.err.append(buf.data(), n);
-    fclose(f);
-  }
-  return r;
-}
+Run run(const std::string& args) { return dql::test::run_program(DQL_PROGRAM, args, DQL_TEST_TMPDIR); }
 
 }  // namespace
 

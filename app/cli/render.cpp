@@ -75,18 +75,6 @@ bits::FloatFormat lane_format(View v) {
   }
 }
 
-const char* view_name(View v) {
-  switch (v) {
-    case View::B32: return "b32";
-    case View::U32: return "u32";
-    case View::F16x2: return "f16x2";
-    case View::BF16x2: return "bf16x2";
-    case View::F32: return "f32";
-    case View::F16: return "f16";
-  }
-  return "b32";
-}
-
 std::string register_reading(uint32_t v, View view, const Style& st) {
   switch (view) {
     case View::F16x2:

@@ -36,7 +36,7 @@ std::string float_fields(uint32_t bits, bits::FloatFormat f, const Style& st);
 std::string float_value(uint32_t bits, bits::FloatFormat f);
 
 bits::FloatFormat lane_format(recipes::View v);  // fp16 for F16x2 / F16, bf16 for BF16x2, fp32 for F32
-const char* view_name(recipes::View v);
+using recipes::view_name;
 
 // One register as its view reads it, on one line: fields and value of each lane (high lane
 // first, as the bits run), or the integer.

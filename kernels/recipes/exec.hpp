@@ -25,6 +25,19 @@ enum class View : uint8_t {
   F16,     // one fp16 in the low 16 bits (a .b16 register)
 };
 
+// The PTX type name of a view, as the front ends print it.
+constexpr const char* view_name(View v) {
+  switch (v) {
+    case View::B32: return "b32";
+    case View::U32: return "u32";
+    case View::F16x2: return "f16x2";
+    case View::BF16x2: return "bf16x2";
+    case View::F32: return "f32";
+    case View::F16: return "f16";
+  }
+  return "b32";
+}
+
 enum class OpKind : uint8_t {
   Input,
   Shift,

@@ -29,18 +29,6 @@ bool is_float_view(View v) {
   return v == View::F16x2 || v == View::BF16x2 || v == View::F32 || v == View::F16;
 }
 
-const char* view_label(View v) {
-  switch (v) {
-    case View::B32: return "b32";
-    case View::U32: return "u32";
-    case View::F16x2: return "f16x2";
-    case View::BF16x2: return "bf16x2";
-    case View::F32: return "f32";
-    case View::F16: return "f16";
-  }
-  return "b32";
-}
-
 // How a constant reads: "0x64006400 = 1024 in both lanes (fp16x2)". A lop3 building floats ORs
 // in the magic, so its constants are read the way its result is read when both lanes are normal.
 std::string constant_label(const recipes::TraceStep& s, const recipes::TraceOperand& o) {
@@ -57,7 +45,7 @@ std::string constant_label(const recipes::TraceStep& s, const recipes::TraceOper
     const std::string hi = number_text(bits::to_double(bits::hi16(o.value), f));
     const std::string lo = number_text(bits::to_double(bits::lo16(o.value), f));
     return fmt::format("0x{:08x} = {} ({})", o.value, hi == lo ? hi + " in both lanes" : hi + " | " + lo,
-                       view_label(v));
+                       recipes::view_name(v));
   }
   if (v == View::F32)
     return fmt::format("0x{:08x} = {} (fp32)", o.value, number_text(bits::to_double(o.value, bits::kF32)));
@@ -311,7 +299,7 @@ void draw_step(Model& m, const Ui& ui) {
   opt.marked = gpu ? (gv ^ s.value) : 0u;
   bit_row("dst", s.value, colors_by_source(src), ui, opt);
   ImGui::SameLine();
-  mono_text(ui, "0x%08x  %s", s.value, view_label(s.view));
+  mono_text(ui, "0x%08x  %s", s.value, recipes::view_name(s.view));
   if (is_float_view(s.view) || s.view == View::U32) {
     ImGui::Dummy(ImVec2(5.0f * ui.em - ImGui::GetStyle().ItemSpacing.x, 0));
     ImGui::SameLine();
