@@ -314,6 +314,10 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
                           {{Scheme::Int8Sym, Layout::Plain, 128}, gemv::Path::Online},
                           {{Scheme::Int4Sym, Layout::Ft, 128}, gemv::Path::Cublas}};
     for (const Case& c : cases) {
+      if (c.path == gemv::Path::Cublas && std::getenv("DQL_GPU_TEST_SKIP_CUBLAS")) {
+        std::printf("cuBLAS baseline left out (DQL_GPU_TEST_SKIP_CUBLAS is set)\n");
+        continue;
+      }
       const QuantizedMatrix q = cpu->quantize(w, c.spec);
       const bool ft = c.spec.layout == Layout::Ft;
       const bool gemm = ft && c.spec.scheme == Scheme::Int4Sym && c.path == gemv::Path::Fast;
