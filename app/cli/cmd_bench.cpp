@@ -184,7 +184,8 @@ void add_bench(CLI::App& app) {
     }
     if (std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.speedup.has_value(); })) {
       fmt::print(
-          "speed-up: dequant rows over the naive recipe of the same element width at the same shape; gemv / gemm "
+          "speed-up: dequant rows over the naive recipe of the same element width at the same shape; gemv / "
+          "gemm "
           "rows over cuBLAS at the same M and shape, measured in this run\n");
     }
     try {

@@ -19,7 +19,8 @@ struct AppOptions {
 void add_app_options(CLI::App& app, AppOptions& o) {
   const char* group = "Desktop app (when no subcommand is given)";
   app.add_option("--screenshot", o.screenshot, "Render the app, write this PNG file and exit")->group(group);
-  app.add_option("--view", o.view, "The view to open: stepper, float, lop3, prmt, layouts, quant, timing, sass")
+  app.add_option("--view", o.view,
+                 "The view to open: stepper, float, lop3, prmt, layouts, quant, timing, sass")
       ->group(group);
   app.add_option("--size", o.size, "Window size WIDTHxHEIGHT, e.g. 1920x1080")->group(group);
   app.add_option("--state", o.state, "Restore a state token, e.g. dql:awq-int4-fp16:0x76543210:step=5")

@@ -77,8 +77,9 @@ recipes::RecipeId dequant_recipe_for(const QuantSpec& spec, recipes::OutType dty
   for (recipes::RecipeId id : recipes_for(spec)) {
     if (recipes::recipe_out(id) == dtype) return id;
   }
-  throw Error(fmt::format("this format dequantizes to fp16 only: use --dtype fp16 (bf16 is available for the "
-                          "mixed-GEMM layout, --layout ft)"));
+  throw Error(
+      fmt::format("this format dequantizes to fp16 only: use --dtype fp16 (bf16 is available for the "
+                  "mixed-GEMM layout, --layout ft)"));
 }
 
 void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
@@ -86,16 +87,16 @@ void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
   using quant::Scheme;
   const QuantSpec& s = w.spec;
   if (r.m < 1 || r.m > 256) {
-    throw Error(fmt::format("M = {} rows of X is not supported: the GEMV takes 1 to 16 rows and the GEMM up to 256",
-                            r.m));
+    throw Error(fmt::format(
+        "M = {} rows of X is not supported: the GEMV takes 1 to 16 rows and the GEMM up to 256", r.m));
   }
   if (r.x.size() != static_cast<size_t>(r.m * w.k)) {
-    throw Error(fmt::format("X holds {} values but the weight is [{}, {}]: X must be [M, {}]", r.x.size(), w.n, w.k,
-                            w.k));
+    throw Error(fmt::format("X holds {} values but the weight is [{}, {}]: X must be [M, {}]", r.x.size(),
+                            w.n, w.k, w.k));
   }
   if (!r.bias.empty() && r.bias.size() != static_cast<size_t>(w.n)) {
-    throw Error(fmt::format("the bias holds {} values: it must hold one per output channel, N = {}", r.bias.size(),
-                            w.n));
+    throw Error(fmt::format("the bias holds {} values: it must hold one per output channel, N = {}",
+                            r.bias.size(), w.n));
   }
   if (r.epi.clamp && !(r.epi.lo <= r.epi.hi)) {
     throw Error(fmt::format("clamp range [{}, {}] is empty: give the lower bound first", r.epi.lo, r.epi.hi));
@@ -105,7 +106,8 @@ void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
     case gemv::Path::Online:
       if (s.layout != Layout::Plain || s.scheme != Scheme::Int8Sym || (s.group != 64 && s.group != 128)) {
         throw Error(
-            "the online int8 path reads plain int8 weights with group 64 or 128 (--scheme int8-sym --layout plain "
+            "the online int8 path reads plain int8 weights with group 64 or 128 (--scheme int8-sym --layout "
+            "plain "
             "--group 64|128): activations are quantized per block of the same size");
       }
       if (r.m > 16) throw Error("the online int8 path takes 1 to 16 rows of X");
@@ -116,16 +118,16 @@ void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
   const bool ft = s.layout == Layout::Ft && (s.scheme == Scheme::Int4Sym || s.scheme == Scheme::Int8Sym);
   if (ft) {
     if (s.scheme == Scheme::Int4Sym && s.group != 64 && s.group != 128 && s.group != w.k) {
-      throw Error(fmt::format("group size {} is not supported by the W4A16 kernels: use 64, 128 or per channel",
-                              s.group));
+      throw Error(fmt::format(
+          "group size {} is not supported by the W4A16 kernels: use 64, 128 or per channel", s.group));
     }
     if (s.scheme == Scheme::Int8Sym && s.group != 64 && s.group != 128 && s.group != w.k) {
-      throw Error(fmt::format("group size {} is not supported by the W8A16 kernels: use 64, 128 or per channel",
-                              s.group));
+      throw Error(fmt::format(
+          "group size {} is not supported by the W8A16 kernels: use 64, 128 or per channel", s.group));
     }
     if (w.n % 16 != 0 || w.k % 128 != 0) {
-      throw Error(fmt::format("the mixed-GEMM kernels need N a multiple of 16 and K a multiple of 128; got {}x{}",
-                              w.n, w.k));
+      throw Error(fmt::format(
+          "the mixed-GEMM kernels need N a multiple of 16 and K a multiple of 128; got {}x{}", w.n, w.k));
     }
     if (r.m > 16 && s.scheme != Scheme::Int4Sym) throw Error("the W8A16 kernel takes 1 to 16 rows of X");
     return;
@@ -135,13 +137,15 @@ void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
         "the naive-conversion variant runs on the mixed-GEMM layout (--layout ft), beside the fast one it is "
         "compared with");
   }
-  if (r.m > 16) throw Error("beyond 16 rows of X the GEMM reads the mixed-GEMM layout (--layout ft, int4-sym)");
+  if (r.m > 16)
+    throw Error("beyond 16 rows of X the GEMM reads the mixed-GEMM layout (--layout ft, int4-sym)");
   if (r.dtype != recipes::OutType::F16) {
     throw Error("the AWQ and NF4 kernels take fp16 activations: use --dtype fp16");
   }
   if (s.layout == Layout::Awq || s.scheme == Scheme::Nf4) return;
   throw Error(
-      "this format has no GEMV kernel: use the mixed-GEMM layout (--layout ft) for int4-sym / int8-sym, the AWQ "
+      "this format has no GEMV kernel: use the mixed-GEMM layout (--layout ft) for int4-sym / int8-sym, the "
+      "AWQ "
       "format for int4-asym, NF4, or --path online for plain int8");
 }
 

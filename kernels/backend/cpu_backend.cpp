@@ -156,7 +156,6 @@ class CpuBenchTarget final : public BenchTarget {
   QuantizedMatrix wq_;
   GemvRequest req_;
   std::vector<uint16_t> deq_;
-
 };
 
 class CpuBackend final : public Backend {

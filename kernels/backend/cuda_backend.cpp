@@ -25,7 +25,8 @@ void check(const std::string& err) {
 }
 
 void check(cublasStatus_t e, const char* what) {
-  if (e != CUBLAS_STATUS_SUCCESS) throw Error(fmt::format("{} failed in cuBLAS (status {})", what, static_cast<int>(e)));
+  if (e != CUBLAS_STATUS_SUCCESS)
+    throw Error(fmt::format("{} failed in cuBLAS (status {})", what, static_cast<int>(e)));
 }
 
 // One cuBLAS handle per process, made on first use.
@@ -40,28 +41,14 @@ cublasHandle_t cublas() {
 
 // Y [M, N] = X [M, K] W^T with W [N, K] row-major in fp16 / bf16, fp32 accumulation: the baseline.
 // Column-major view: Y^T (N x M) = W (the K x N array transposed) times X^T (K x M).
-void cublas_product(recipes::OutType t, int64_t m, int64_t n, int64_t k, const void* x, const void* w, void* y) {
+void cublas_product(recipes::OutType t, int64_t m, int64_t n, int64_t k, const void* x, const void* w,
+                    void* y) {
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType dt = t == recipes::OutType::F16 ? CUDA_R_16F : CUDA_R_16BF;
   check(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                     static_cast<int>(k), &alpha, w, dt, static_cast<int>(k), x, dt, static_cast<int>(k), &beta, y,
-                     dt, static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                     static_cast<int>(k), &alpha, w, dt, static_cast<int>(k), x, dt, static_cast<int>(k),
+                     &beta, y, dt, static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "the fp16 / bf16 product");
-}
-
-int compute_capability() {
-  int dev = 0, major = 0, minor = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return 10 * major + minor;
-}
-
-int multiprocessors() {
-  int dev = 0, sms = 0;
-  cudaGetDevice(&dev);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  return sms;
 }
 
 // A device allocation that frees itself.
@@ -100,7 +87,8 @@ class DeviceArray {
 // dirty lines whose write-back would be charged to the kernel being timed.
 class CudaBenchTarget final : public BenchTarget {
  public:
-  CudaBenchTarget(const BenchCase& c, size_t l2_bytes) {
+  CudaBenchTarget(const BenchCase& c, const DeviceInfo& dev) {
+    const size_t l2_bytes = dev.l2_bytes;
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
     flush_bytes_ = std::max<size_t>(2 * l2_bytes, size_t{64} << 20);
@@ -168,30 +156,31 @@ class CudaBenchTarget final : public BenchTarget {
         uint16_t* y = alloc<uint16_t>(static_cast<size_t>(c.m * n));
         gemv::Problem p{c.path, c.dtype, c.m, x, bias, gemv::Epilogue{}};
         if (c.path == gemv::Path::Cublas) {
-          const uint16_t* w16 = reinterpret_cast<uint16_t*>(random_words(static_cast<size_t>(elems + 1) / 2, 10,
-                                                                         f16 ? 0x87FF87FFu : 0x80FF80FFu,
+          const uint16_t* w16 = reinterpret_cast<uint16_t*>(random_words(static_cast<size_t>(elems + 1) / 2,
+                                                                         10, f16 ? 0x87FF87FFu : 0x80FF80FFu,
                                                                          f16 ? 0x1C001C00u : 0x3B803B80u));
-        const int64_t m = c.m;
+          const int64_t m = c.m;
           launch_ = [=] { cublas_product(c.dtype, m, n, k, x, w16, y); };
           break;
         }
         gemv_ = cuda::GemvLaunch{};
-        gemv_.w = gemv::Weights{c.scheme,
-                                c.layout,
-                                n,
-                                k,
-                                c.group,
-                                random_words(qword_count(spec, n, k), 11, ~0u, 0u),
-                                reinterpret_cast<uint16_t*>(random_words((groups + 1) / 2, 12, 0x07FF07FFu, 0x1C001C00u)),
-                                random_words(groups / 8 + 1, 13, ~0u, 0u),
-                                reinterpret_cast<float*>(random_words(groups, 14, 0x007FFFFFu, 0x3F800000u))};
+        gemv_.w = gemv::Weights{
+            c.scheme,
+            c.layout,
+            n,
+            k,
+            c.group,
+            random_words(qword_count(spec, n, k), 11, ~0u, 0u),
+            reinterpret_cast<uint16_t*>(random_words((groups + 1) / 2, 12, 0x07FF07FFu, 0x1C001C00u)),
+            random_words(groups / 8 + 1, 13, ~0u, 0u),
+            reinterpret_cast<float*>(random_words(groups, 14, 0x007FFFFFu, 0x3F800000u))};
         gemv_.p = p;
         gemv_.y = y;
         const size_t ws = cuda::gemv_workspace_bytes(gemv_.w, c.m);
         gemv_.workspace = alloc<uint8_t>(ws);
         check(cudaMemset(gemv_.workspace, 0, ws), "clearing the GEMV workspace");
-        gemv_.sms = multiprocessors();
-        gemv_.cc = compute_capability();
+        gemv_.sms = dev.sms;
+        gemv_.cc = 10 * dev.cc_major + dev.cc_minor;
         launch_ = [this] { check(cuda::gemv_run(gemv_, false)); };
         break;
       }
@@ -324,16 +313,9 @@ class CudaBackend final : public Backend {
   std::vector<uint16_t> dequantize(const QuantizedMatrix& q, recipes::RecipeId recipe) override {
     check_recipe_reads(q.spec, recipe);
     const size_t out_n = static_cast<size_t>(q.n * q.k);
-    require_memory(q.qwords.size() * 4 + q.scales.size() * 2 + q.qzeros.size() * 4 + q.absmax.size() * 4 +
-                   out_n * 2);
-    DeviceArray<uint32_t> qw(q.qwords);
-    DeviceArray<uint16_t> sc(q.scales);
-    DeviceArray<uint32_t> qz(q.qzeros);
-    DeviceArray<float> am(q.absmax);
+    require_memory(packed_bytes(q) + out_n * 2);
     DeviceArray<uint16_t> out(out_n);
-    const quant::DequantArgs da{q.spec.scheme, q.spec.layout, recipe,   q.n,      q.k,      q.spec.group,
-                                qw.get(),      sc.get(),      qz.get(), am.get(), out.get()};
-    check(cuda::fast_dequant(da));
+    dequantize_into(q, recipe, out.get());
     return out.to_host();
   }
 
@@ -361,9 +343,10 @@ class CudaBackend final : public Backend {
     check_gemv(w, r);
     const size_t out_n = static_cast<size_t>(r.m * w.n);
     if (r.path == gemv::Path::Cublas) {
-      const std::vector<uint16_t> w16 = dequantize(w, dequant_recipe_for(w.spec, r.dtype));
-      require_memory(w16.size() * 2 + r.x.size() * 2 + out_n * 2);
-      DeviceArray<uint16_t> dw(w16), dx(r.x), db(r.bias), dy(out_n);
+      const recipes::RecipeId recipe = dequant_recipe_for(w.spec, r.dtype);
+      require_memory(packed_bytes(w) + static_cast<size_t>(w.n * w.k) * 2 + r.x.size() * 2 + out_n * 2);
+      DeviceArray<uint16_t> dw(static_cast<size_t>(w.n * w.k)), dx(r.x), db(r.bias), dy(out_n);
+      dequantize_into(w, recipe, dw.get());  // on the GPU, where the product reads it
       cublas_product(r.dtype, r.m, w.n, w.k, dx.get(), dw.get(), dy.get());
       cuda::GemvLaunch L{};
       L.w.n = w.n;
@@ -374,8 +357,7 @@ class CudaBackend final : public Backend {
     }
     gemv::Weights hw = weights_of(w);
     const size_t ws_bytes = cuda::gemv_workspace_bytes(hw, r.m);
-    require_memory(w.qwords.size() * 4 + w.scales.size() * 2 + w.qzeros.size() * 4 + w.absmax.size() * 4 +
-                   r.x.size() * 2 + out_n * 2 + ws_bytes);
+    require_memory(packed_bytes(w) + r.x.size() * 2 + out_n * 2 + ws_bytes);
     DeviceArray<uint32_t> qw(w.qwords), qz(w.qzeros);
     DeviceArray<uint16_t> sc(w.scales), dx(r.x), db(r.bias), dy(out_n);
     DeviceArray<float> am(w.absmax);
@@ -394,7 +376,7 @@ class CudaBackend final : public Backend {
   }
 
   std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) override {
-    return std::make_unique<CudaBenchTarget>(c, info_.l2_bytes);
+    return std::make_unique<CudaBenchTarget>(c, info_);
   }
 
   VerifyResult verify(recipes::RecipeId id) override {
@@ -413,6 +395,21 @@ class CudaBackend final : public Backend {
 
  private:
   DeviceInfo info_;
+
+  static size_t packed_bytes(const QuantizedMatrix& q) {
+    return q.qwords.size() * 4 + q.scales.size() * 2 + q.qzeros.size() * 4 + q.absmax.size() * 4;
+  }
+
+  // The format's dequant kernel from host arrays into `out` ([N, K] on the GPU).
+  void dequantize_into(const QuantizedMatrix& q, recipes::RecipeId recipe, uint16_t* out) {
+    DeviceArray<uint32_t> qw(q.qwords);
+    DeviceArray<uint16_t> sc(q.scales);
+    DeviceArray<uint32_t> qz(q.qzeros);
+    DeviceArray<float> am(q.absmax);
+    const quant::DequantArgs da{q.spec.scheme, q.spec.layout, recipe,   q.n,      q.k, q.spec.group,
+                                qw.get(),      sc.get(),      qz.get(), am.get(), out};
+    check(cuda::fast_dequant(da));
+  }
 
   void require_memory(size_t bytes) {
     size_t free_b = 0, total_b = 0;

@@ -1,12 +1,11 @@
 #include "host_steps.hpp"
 
-#include <cstring>
-
-#include "parallel.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+
+#include "parallel.hpp"
 
 namespace dql {
 
@@ -67,8 +66,8 @@ GemvRequest random_gemv_request(const BenchCase& c, uint64_t seed) {
   r.m = c.m;
   const bool f16 = c.dtype == recipes::OutType::F16;
   // fp16: sign, exponent 14 .. 15 -> magnitudes in [2^-1, 1) and [1, 2) halved by the mask; bf16 alike.
-  const auto xs = random_words(static_cast<size_t>((c.m * c.k + 1) / 2), seed, f16 ? 0x83FF83FFu : 0x807F807Fu,
-                               f16 ? 0x38003800u : 0x3F003F00u);
+  const auto xs = random_words(static_cast<size_t>((c.m * c.k + 1) / 2), seed,
+                               f16 ? 0x83FF83FFu : 0x807F807Fu, f16 ? 0x38003800u : 0x3F003F00u);
   r.x.resize(static_cast<size_t>(c.m * c.k));
   std::memcpy(r.x.data(), xs.data(), r.x.size() * 2);
   const auto bs = random_words(static_cast<size_t>((c.n + 1) / 2), seed + 1, f16 ? 0x83FF83FFu : 0x807F807Fu,
@@ -79,9 +78,9 @@ GemvRequest random_gemv_request(const BenchCase& c, uint64_t seed) {
 }
 
 gemv::Weights weights_of(const QuantizedMatrix& w) {
-  return gemv::Weights{w.spec.scheme,    w.spec.layout,   w.n,
-                       w.k,              w.spec.group,    w.qwords.data(),
-                       w.scales.data(),  w.qzeros.data(), w.absmax.data()};
+  return gemv::Weights{
+      w.spec.scheme,   w.spec.layout,  w.n, w.k, w.spec.group, w.qwords.data(), w.scales.data(),
+      w.qzeros.data(), w.absmax.data()};
 }
 
 size_t qword_count(const QuantSpec& spec, int64_t n, int64_t k) {

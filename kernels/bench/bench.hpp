@@ -41,7 +41,7 @@ struct BenchCase {
   // "gemv/w4a16-ft-naive-fp16", "gemm/w4a16-ft-fp16" (M > 16), "gemv/cublas-fp16"
   std::string kernel_name() const;
   std::string shape_name() const;  // e.g. "8192x8192 g128", "M=1 28672x8192 g128"
-  double bytes() const;             // every input byte read once plus every output byte written once
+  double bytes() const;            // every input byte read once plus every output byte written once
   double elements() const;
 };
 

@@ -46,7 +46,8 @@ std::string gemv_kernel_name(const BenchCase& c) {
   if (c.path == gemv::Path::Online) return fmt::format("{}/w8a8-online-{}", family, dt);
   if (c.scheme == quant::Scheme::Nf4) return fmt::format("{}/nf4a16-{}", family, dt);
   const char* w = quant::scheme_bits(c.scheme) == 8 ? "w8a16" : "w4a16";
-  const char* layout = c.layout == quant::Layout::Awq ? "awq" : (c.layout == quant::Layout::Ft ? "ft" : "plain");
+  const char* layout =
+      c.layout == quant::Layout::Awq ? "awq" : (c.layout == quant::Layout::Ft ? "ft" : "plain");
   const char* naive = c.path == gemv::Path::Naive ? "-naive" : "";
   return fmt::format("{}/{}-{}{}-{}", family, w, layout, naive, dt);
 }
@@ -101,7 +102,8 @@ std::string BenchCase::shape_name() const {
 }
 
 double BenchCase::elements() const {
-  if (kind == BenchKind::Gemv) return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (kind == BenchKind::Gemv)
+    return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   return kind == BenchKind::Copy ? static_cast<double>(copy_bytes)
                                  : static_cast<double>(n) * static_cast<double>(k);
 }
@@ -274,10 +276,14 @@ std::vector<BenchCase> gemv_bench_cases(const std::vector<std::pair<int64_t, int
     int group;  // 0: the bench's group size; -1: one scale per output channel
   };
   const Variant variants[] = {
-      {gemv::Path::Cublas, Scheme::Int4Sym, Layout::Ft, 0},  {gemv::Path::Fast, Scheme::Int4Sym, Layout::Ft, 0},
-      {gemv::Path::Naive, Scheme::Int4Sym, Layout::Ft, 0},   {gemv::Path::Fast, Scheme::Int8Sym, Layout::Ft, -1},
-      {gemv::Path::Naive, Scheme::Int8Sym, Layout::Ft, -1},  {gemv::Path::Fast, Scheme::Int4Asym, Layout::Awq, 0},
-      {gemv::Path::Fast, Scheme::Nf4, Layout::Plain, 64},    {gemv::Path::Online, Scheme::Int8Sym, Layout::Plain, 0},
+      {gemv::Path::Cublas, Scheme::Int4Sym, Layout::Ft, 0},
+      {gemv::Path::Fast, Scheme::Int4Sym, Layout::Ft, 0},
+      {gemv::Path::Naive, Scheme::Int4Sym, Layout::Ft, 0},
+      {gemv::Path::Fast, Scheme::Int8Sym, Layout::Ft, -1},
+      {gemv::Path::Naive, Scheme::Int8Sym, Layout::Ft, -1},
+      {gemv::Path::Fast, Scheme::Int4Asym, Layout::Awq, 0},
+      {gemv::Path::Fast, Scheme::Nf4, Layout::Plain, 64},
+      {gemv::Path::Online, Scheme::Int8Sym, Layout::Plain, 0},
   };
   std::vector<BenchCase> cases;
   for (const auto& [n, k] : shapes) {

@@ -171,13 +171,13 @@ constexpr int kSliceWarps = 4;  // the mixed-GEMM kernel's
 
 template <int BITS, int WPT>
 struct FtShape {
-  static constexpr int E = 32 / BITS;                // elements per word
-  static constexpr int PPW = E / 2;                  // element pairs per word
-  static constexpr int KSTEP = 4 * WPT * E;          // K per warp step
-  static constexpr int MMAS = WPT * PPW / 2;         // mma.m16n8k16 per step and token tile
-  static constexpr int I = BITS == 4 ? 4 : 2;        // interleaved columns
-  static constexpr int V = 64 / E;                   // words of one column per 64-row tile
-  static constexpr int RG = BITS == 4 ? 32 : 16;     // row-permutation group
+  static constexpr int E = 32 / BITS;             // elements per word
+  static constexpr int PPW = E / 2;               // element pairs per word
+  static constexpr int KSTEP = 4 * WPT * E;       // K per warp step
+  static constexpr int MMAS = WPT * PPW / 2;      // mma.m16n8k16 per step and token tile
+  static constexpr int I = BITS == 4 ? 4 : 2;     // interleaved columns
+  static constexpr int V = 64 / E;                // words of one column per 64-row tile
+  static constexpr int RG = BITS == 4 ? 32 : 16;  // row-permutation group
 };
 
 struct FtArgs {
@@ -282,7 +282,8 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_slice_kernel(FtArgs a) {
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
 #pragma unroll
-      for (int p = 0; p < S::PPW; ++p) xr[t][p] = *reinterpret_cast<const W*>(xs + (g + 8 * t) * kPitch + kb + 8 * p);
+      for (int p = 0; p < S::PPW; ++p)
+        xr[t][p] = *reinterpret_cast<const W*>(xs + (g + 8 * t) * kPitch + kb + 8 * p);
     }
     uint32_t pa[WPT * S::PPW], pb[WPT * S::PPW];
 #pragma unroll
@@ -452,8 +453,10 @@ __global__ void __launch_bounds__(kWarps * 32) online_kernel(OnlineArgs a) {
       const int64_t tok = tok_b + 8 * t;
 #pragma unroll
       for (int i = 0; i < WPT; i += 4) {
-        const uint4 x = tok < a.m ? __ldg(reinterpret_cast<const uint4*>(a.aq + tok * a.k) + (b * G / 16 + r * WPT / 4 + i / 4))
-                                  : make_uint4(0u, 0u, 0u, 0u);
+        const uint4 x =
+            tok < a.m
+                ? __ldg(reinterpret_cast<const uint4*>(a.aq + tok * a.k) + (b * G / 16 + r * WPT / 4 + i / 4))
+                : make_uint4(0u, 0u, 0u, 0u);
         xa[t][i] = x.x, xa[t][i + 1] = x.y, xa[t][i + 2] = x.z, xa[t][i + 3] = x.w;
       }
     }
@@ -462,7 +465,8 @@ __global__ void __launch_bounds__(kWarps * 32) online_kernel(OnlineArgs a) {
     for (int j = 0; j < WPT / 2; ++j) {
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
-        mma_16832_s8(c[t], wa[2 * j], wb[2 * j], wa[2 * j + 1], wb[2 * j + 1], xa[t][2 * j], xa[t][2 * j + 1]);
+        mma_16832_s8(c[t], wa[2 * j], wb[2 * j], wa[2 * j + 1], wb[2 * j + 1], xa[t][2 * j],
+                     xa[t][2 * j + 1]);
       }
     }
     int s0 = 0, s1 = 0;
@@ -502,7 +506,8 @@ __global__ void __launch_bounds__(kWarps * 32) online_kernel(OnlineArgs a) {
 
 template <int WPT, OutType T>
 std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  OnlineArgs a{L.w.q, L.w.scales, ws.aq, ws.ab, L.w.n, L.w.k, L.p.m, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n}};
+  OnlineArgs a{L.w.q, L.w.scales, ws.aq, ws.ab,
+               L.w.n, L.w.k,      L.p.m, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n}};
   const dim3 block(kWarps * 32);
   const unsigned gx = static_cast<unsigned>((L.w.n + 16 * kWarps - 1) / (16 * kWarps));
   if (L.p.m <= 8) {
@@ -520,7 +525,9 @@ std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
   std::string e = status("activation quantization", false);
   if (!e.empty()) return e;
   const bool f16 = L.p.dtype == OutType::F16;
-  if (L.w.group == 128) return f16 ? launch_online_t<8, OutType::F16>(L, ws, wait) : launch_online_t<8, OutType::BF16>(L, ws, wait);
+  if (L.w.group == 128)
+    return f16 ? launch_online_t<8, OutType::F16>(L, ws, wait)
+               : launch_online_t<8, OutType::BF16>(L, ws, wait);
   return f16 ? launch_online_t<4, OutType::F16>(L, ws, wait) : launch_online_t<4, OutType::BF16>(L, ws, wait);
 }
 
@@ -605,7 +612,8 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const int64_t cols = a.n / 8, gx = (cols + kAwqThreads - 1) / kAwqThreads, groups = a.k / a.group;
   const int64_t gz = (a.m + kAwqTokens - 1) / kAwqTokens;
   // Enough blocks for 16 warps on every multiprocessor, in slices of whole groups.
-  const int64_t want = std::max<int64_t>(1, (int64_t{16} * L.sms * 32 / kAwqThreads + gx * gz - 1) / (gx * gz));
+  const int64_t want =
+      std::max<int64_t>(1, (int64_t{16} * L.sms * 32 / kAwqThreads + gx * gz - 1) / (gx * gz));
   a.groups_per_slice = static_cast<int>(std::max<int64_t>(1, groups / std::min(groups, want)));
   a.slices = static_cast<int>((groups + a.groups_per_slice - 1) / a.groups_per_slice);
   awq_kernel<<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(a.slices), static_cast<unsigned>(gz)),
@@ -678,8 +686,10 @@ __global__ void __launch_bounds__(kNf4Warps * 32) nf4_kernel(Nf4Args a) {
 
 std::string launch_nf4(const GemvLaunch& L, bool wait) {
   constexpr int MT = 4;
-  const Nf4Args a{L.w.q, L.w.absmax, L.p.x, L.w.n, L.w.k, L.p.m, L.w.group, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n}};
-  const dim3 grid(static_cast<unsigned>((a.n + kNf4Warps - 1) / kNf4Warps), static_cast<unsigned>((a.m + MT - 1) / MT));
+  const Nf4Args a{L.w.q, L.w.absmax, L.p.x,     L.w.n,
+                  L.w.k, L.p.m,      L.w.group, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n}};
+  const dim3 grid(static_cast<unsigned>((a.n + kNf4Warps - 1) / kNf4Warps),
+                  static_cast<unsigned>((a.m + MT - 1) / MT));
   nf4_kernel<MT><<<grid, kNf4Warps * 32>>>(a);
   return status("the NF4 GEMV kernel", wait);
 }
@@ -695,7 +705,8 @@ __global__ void epilogue_kernel(Out o) {
 
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {
   return align256(static_cast<size_t>(m * w.n) * 4) + align256(kMaxCounters * 4) +
-         align256(static_cast<size_t>(m * w.k)) + align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock));
+         align256(static_cast<size_t>(m * w.k)) +
+         align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock));
 }
 
 std::string gemv_run(const GemvLaunch& L, bool wait) {
@@ -703,7 +714,8 @@ std::string gemv_run(const GemvLaunch& L, bool wait) {
   const bool bf16 = L.p.dtype == OutType::BF16;
   if (L.cc < 75) return "the GEMV kernels need tensor cores (compute capability 7.5 or newer)";
   if (L.cc < 80 && (bf16 || L.p.path == Path::Online)) {
-    return "bf16 and int8 tensor-core products need compute capability 8.0 or newer; use fp16 or the CPU twin";
+    return "bf16 and int8 tensor-core products need compute capability 8.0 or newer; use fp16 or the CPU "
+           "twin";
   }
   switch (L.p.path) {
     case Path::Online: return launch_online(L, ws, wait);

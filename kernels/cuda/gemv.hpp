@@ -10,12 +10,12 @@
 namespace dql::cuda {
 
 struct GemvLaunch {
-  gemv::Weights w;       // device pointers
-  gemv::Problem p;       // x and bias are device pointers
-  uint16_t* y;           // [M, N]
-  void* workspace;       // gemv_workspace_bytes(w, m), zero before the first call; the kernels leave it zero
-  int sms;               // multiprocessors of the device
-  int cc;                // compute capability, 10 * major + minor
+  gemv::Weights w;  // device pointers
+  gemv::Problem p;  // x and bias are device pointers
+  uint16_t* y;      // [M, N]
+  void* workspace;  // gemv_workspace_bytes(w, m), zero before the first call; the kernels leave it zero
+  int sms;          // multiprocessors of the device
+  int cc;           // compute capability, 10 * major + minor
 };
 
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m);

@@ -80,7 +80,8 @@ void decode_rows(const Weights& w, int64_t n0, int64_t rows, bool naive, recipes
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t n = n0 + r;
       for (int64_t k0 = 0; k0 < K; k0 += 8) {
-        const uint32_t in[2] = {w.q[(n * K + k0) / 8], quant::bits_of_f32(w.absmax[n * (K / w.group) + k0 / w.group])};
+        const uint32_t in[2] = {w.q[(n * K + k0) / 8],
+                                quant::bits_of_f32(w.absmax[n * (K / w.group) + k0 / w.group])};
         uint32_t q[4];
         recipes::run_plain(recipes::RecipeId::Nf4F16, in, q);
         for (int j = 0; j < 8; ++j) {
@@ -100,7 +101,8 @@ void decode_rows(const Weights& w, int64_t n0, int64_t rows, bool naive, recipes
 
 float group_scale(const Weights& w, int64_t n, int64_t g) {
   if (w.scheme == quant::Scheme::Nf4) return 1.0f;
-  const uint16_t s = w.layout == quant::Layout::Plain ? w.scales[n * (w.k / w.group) + g] : w.scales[g * w.n + n];
+  const uint16_t s =
+      w.layout == quant::Layout::Plain ? w.scales[n * (w.k / w.group) + g] : w.scales[g * w.n + n];
   return quant::half_to_f32(s);
 }
 

@@ -244,7 +244,7 @@ int histogram(const char* id, const std::vector<float>& counts, float x0, float 
   for (int i = 0; i < nb; ++i) {
     const float h = counts[i] / top * (pb.y - pa.y);
     dl->AddRect(ImVec2(pa.x + i * bw, pb.y - h), ImVec2(pa.x + (i + 1) * bw - 1, pb.y),
-                      IM_COL32(90, 140, 200, 255));
+                IM_COL32(90, 140, 200, 255));
   }
   if (density && !density->empty()) {  // drawn at the same scale as the bars
     std::vector<ImVec2> pts;
