@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 
 #include "codebook.cuh"
 #include "gemv.hpp"
@@ -178,6 +180,17 @@ struct FtShape {
   static constexpr int I = BITS == 4 ? 4 : 2;     // interleaved columns
   static constexpr int V = 64 / E;                // words of one column per 64-row tile
   static constexpr int RG = BITS == 4 ? 32 : 16;  // row-permutation group
+  // Lane r's words at step s, counted from the column's first word of a step-aligned run, and
+  // the first k they hold, counted from that run's first k (runs of whole 64-row tiles).
+  static __device__ __forceinline__ int word_offset(int s, int r) {
+    const int cw = s * 4 * WPT + r * WPT;
+    return I * V * (cw / V) + cw % V;
+  }
+  static __device__ __forceinline__ int k_base(int s, int r) {
+    const int cw = s * 4 * WPT + r * WPT;
+    const int wi = cw % V;
+    return 64 * (cw / V) + RG * (wi / 4) + 2 * (wi % 4);
+  }
 };
 
 struct FtArgs {
@@ -210,6 +223,61 @@ __device__ __forceinline__ Words<WPT> load_words(const uint32_t* p) {
   return w;
 }
 
+// The fp32 sums of the current group: two sets, even and odd mma of a step, so that consecutive
+// tensor-core instructions do not wait for each other's results.
+template <int NT>
+struct GroupSums {
+  float v[2][NT][4] = {};
+};
+
+// One step of a warp: its lanes' weight words (channels g and g + 8) against X, whose k values for
+// token g + 8 t start at x + t * tok_stride (halves; the layout's order, 8 apart per word pair).
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+__device__ __forceinline__ void ft_step(const Words<WPT>& w0, const Words<WPT>& w1, const uint16_t* x,
+                                        int tok_stride, GroupSums<NT>& grp) {
+  using S = FtShape<BITS, WPT>;
+  using W = Words<WPT>;
+  W xr[NT][S::PPW];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+#pragma unroll
+    for (int p = 0; p < S::PPW; ++p) xr[t][p] = *reinterpret_cast<const W*>(x + t * tok_stride + 8 * p);
+  }
+  uint32_t pa[WPT * S::PPW], pb[WPT * S::PPW];
+#pragma unroll
+  for (int i = 0; i < WPT; ++i) {
+    gemv::ft_word_pairs<NAIVE>(BITS, T, w0.v[i], pa + i * S::PPW);
+    gemv::ft_word_pairs<NAIVE>(BITS, T, w1.v[i], pb + i * S::PPW);
+  }
+#pragma unroll
+  for (int m = 0; m < S::MMAS; ++m) {
+    const int q0 = 2 * m, q1 = 2 * m + 1;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      mma_16816<T>(grp.v[m % 2][t], pa[q0], pb[q0], pa[q1], pb[q1], xr[t][q0 % S::PPW].v[q0 / S::PPW],
+                   xr[t][q1 % S::PPW].v[q1 / S::PPW]);
+    }
+  }
+}
+
+// A group's sums meet their scales (channel g: s0, channel g + 8: s1) once per output.
+template <int NT>
+__device__ __forceinline__ void apply_scales(uint16_t s0, uint16_t s1, GroupSums<NT>& grp,
+                                             float (&acc)[NT][4]) {
+  const float f0 = quant::half_to_f32(s0), f1 = quant::half_to_f32(s1);
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    float* g0 = grp.v[0][t];
+    float* g1 = grp.v[1][t];
+    acc[t][0] = fmaf(f0, g0[0] + g1[0], acc[t][0]);
+    acc[t][1] = fmaf(f0, g0[1] + g1[1], acc[t][1]);
+    acc[t][2] = fmaf(f1, g0[2] + g1[2], acc[t][2]);
+    acc[t][3] = fmaf(f1, g0[3] + g1[3], acc[t][3]);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) g0[e] = g1[e] = 0.0f;
+  }
+}
+
 // The slice form: block b takes tile b / slices and the L consecutive steps of slice b % slices.
 // Every lane issues all its weight loads of the slice at once (each column-group stream is then
 // read L * 256 bytes at a time), the block stages the slice's X in shared memory once, and the
@@ -233,22 +301,13 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_slice_kernel(FtArgs a) {
   const bool live = ch0 < a.n;
   const uint32_t* col0 = a.q + ((live ? ch0 : 0) / S::I) * wptc + S::V * ((live ? ch0 : 0) % S::I);
   const uint32_t* col1 = a.q + ((live ? ch1 : 0) / S::I) * wptc + S::V * ((live ? ch1 : 0) % S::I);
-  const auto word_offset = [&](int s) {
-    const int cw = s * 4 * WPT + r * WPT;
-    return S::I * S::V * (cw / S::V) + cw % S::V;
-  };
-  const auto k_base = [&](int s) {  // relative to the slice's first k
-    const int cw = s * 4 * WPT + r * WPT;
-    const int wi = cw % S::V;
-    return 64 * (cw / S::V) + S::RG * (wi / 4) + 2 * (wi % 4) - s0 * S::KSTEP;
-  };
 
   // 1. Every weight word of the slice, and the scales of the groups that end in it.
   W w0[L], w1[L];
 #pragma unroll
   for (int j = 0; j < L; ++j) {
-    w0[j] = live ? load_words<WPT>(col0 + word_offset(s0 + j)) : W{};
-    w1[j] = live ? load_words<WPT>(col1 + word_offset(s0 + j)) : W{};
+    w0[j] = live ? load_words<WPT>(col0 + S::word_offset(s0 + j, r)) : W{};
+    w1[j] = live ? load_words<WPT>(col1 + S::word_offset(s0 + j, r)) : W{};
   }
   const int spg = a.group / S::KSTEP;  // steps per group
   uint16_t sc0[L], sc1[L];
@@ -273,45 +332,14 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_slice_kernel(FtArgs a) {
   __syncthreads();
 
   // 3. The products.
-  float acc[NT][4] = {}, grp[NT][4] = {};
+  float acc[NT][4] = {};
+  GroupSums<NT> grp;
 #pragma unroll
   for (int j = 0; j < L; ++j) {
     const int s = s0 + j;
-    W xr[NT][S::PPW];
-    const int kb = k_base(s);
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-#pragma unroll
-      for (int p = 0; p < S::PPW; ++p)
-        xr[t][p] = *reinterpret_cast<const W*>(xs + (g + 8 * t) * kPitch + kb + 8 * p);
-    }
-    uint32_t pa[WPT * S::PPW], pb[WPT * S::PPW];
-#pragma unroll
-    for (int i = 0; i < WPT; ++i) {
-      gemv::ft_word_pairs<NAIVE>(BITS, T, w0[j].v[i], pa + i * S::PPW);
-      gemv::ft_word_pairs<NAIVE>(BITS, T, w1[j].v[i], pb + i * S::PPW);
-    }
-#pragma unroll
-    for (int m = 0; m < S::MMAS; ++m) {
-      const int q0 = 2 * m, q1 = 2 * m + 1;
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        mma_16816<T>(grp[t], pa[q0], pb[q0], pa[q1], pb[q1], xr[t][q0 % S::PPW].v[q0 / S::PPW],
-                     xr[t][q1 % S::PPW].v[q1 / S::PPW]);
-      }
-    }
-    if ((s + 1) % spg == 0 || j == L - 1) {
-      const float f0 = quant::half_to_f32(sc0[j]), f1 = quant::half_to_f32(sc1[j]);
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        acc[t][0] = fmaf(f0, grp[t][0], acc[t][0]);
-        acc[t][1] = fmaf(f0, grp[t][1], acc[t][1]);
-        acc[t][2] = fmaf(f1, grp[t][2], acc[t][2]);
-        acc[t][3] = fmaf(f1, grp[t][3], acc[t][3]);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) grp[t][e] = 0.0f;
-      }
-    }
+    const int kb = S::k_base(s, r) - s0 * S::KSTEP;  // relative to the slice's first k
+    ft_step<BITS, WPT, T, NAIVE, NT>(w0[j], w1[j], xs + g * kPitch + kb, 8 * kPitch, grp);
+    if ((s + 1) % spg == 0 || j == L - 1) apply_scales<NT>(sc0[j], sc1[j], grp, acc);
   }
   const int64_t tok_c = tok0 + 2 * r;
   finish_tile<T>(a.out, a.sums, a.counters + seg, L, static_cast<int>(a.k / S::KSTEP), [&](auto&& fn) {
@@ -355,8 +383,281 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
   return launch_slice<BITS, WPT, T, NAIVE, NT, 1>(L, ws, wait);
 }
 
+// ---- Hopper: the copy engine feeds a shared-memory ring ------------------------------------------
+//
+// The same warps and arithmetic as the slice form, fed by the copy engine instead of per-lane
+// loads. A unit is 4 steps of one 64-channel tile: per column group one contiguous run of the
+// layout (1 KB for int4 with group 128), the scale rows of the groups the unit touches and the
+// unit's rows of X. Lanes of warp 0 issue one bulk copy (cp.async.bulk) per run and row into a
+// ring of stages; a stage's `full` mbarrier completes when its bytes have landed, its `empty`
+// one when all four warps are done with it, and only then does warp 0 refill it (the other
+// warps go on to the next stage). Scales come with the stage: a separate load of them, even
+// one unit ahead, waited behind the copies in flight and set the pace. The grid is persistent
+// (as many blocks as fit) and each block takes an equal run of units, across tile boundaries;
+// a run that starts or ends inside a tile meets the other blocks' sums in the workspace
+// (finish_tile). Needs compute capability 9.0; M up to 16.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DQL_BULK_COPY 1
+#endif
+
+template <int BITS, int WPT>
+struct BulkShape {
+  using S = FtShape<BITS, WPT>;
+  static constexpr int kSteps = 4;                            // steps per unit
+  static constexpr int KU = kSteps * S::KSTEP;                // K per unit
+  static constexpr int kChannels = 16 * kSliceWarps;          // channels per tile
+  static constexpr int kRuns = kChannels / S::I;              // column groups per tile
+  static constexpr int kRunWords = S::I * kSteps * 4 * WPT;   // one column group's words per unit
+  static constexpr int kWeightBytes = kRuns * kRunWords * 4;  // weights of one stage
+  static constexpr int kScaleBytes = kSteps * kChannels * 2;  // scale rows of the groups a unit touches
+  static constexpr int kPitch = KU + 8;                       // halves per X row (+16 B: no bank conflicts)
+  static __host__ __device__ int64_t stage_bytes(int64_t m) {
+    return kWeightBytes + kScaleBytes + m * kPitch * 2;
+  }
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+#ifdef DQL_BULK_COPY
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, "
+        "p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+#endif
+
+struct BulkArgs {
+  const uint32_t* q;
+  const uint16_t* scales;  // [K / G, N]
+  const uint16_t* x;       // [M, K]
+  int64_t n, k, m;
+  int group;
+  int stages;     // ring depth
+  int64_t units;  // tiles * units per tile
+  Out out;
+  float* sums;
+  unsigned* counters;
+};
+
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+__global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
+#ifdef DQL_BULK_COPY
+  using S = FtShape<BITS, WPT>;
+  using B = BulkShape<BITS, WPT>;
+  using W = Words<WPT>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
+  const int rows = static_cast<int>(a.m);
+  const int stage_bytes = static_cast<int>(B::stage_bytes(a.m));
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + a.stages * stage_bytes);  // the stage has arrived
+  uint64_t* empty = full + a.stages;                                            // every warp is done with it
+  // Unit and step indices fit in 32 bits (the launcher checks): no 64-bit division in the loop.
+  const int per_tile = static_cast<int>(a.k / B::KU);
+  const int u_begin = static_cast<int>(a.units * blockIdx.x / gridDim.x);
+  const int u_end = static_cast<int>(a.units * (blockIdx.x + 1) / gridDim.x);
+  const int count = u_end - u_begin;
+  const int spg = a.group / S::KSTEP;            // steps per group
+  const int64_t run_stride = a.k * S::I / S::E;  // words of one column group
+
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < a.stages; ++i) {
+      mbar_init(full + i, 1);
+      mbar_init(empty + i, kSliceWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  // Warp 0 fills a stage: lane 0 announces its bytes, then the lanes issue one copy each: the
+  // weight runs, the scale rows of the groups the unit touches, the X rows.
+  const auto issue = [&](int u, int buf) {
+    const int tile = u / per_tile, part = u - tile * per_tile;
+    const int step0 = part * B::kSteps, g0 = step0 / spg;
+    const int scale_rows = (step0 + B::kSteps - 1) / spg - g0 + 1;
+    unsigned char* st = smem + buf * stage_bytes;
+    if (lane == 0) {
+      mbar_expect_tx(full + buf, static_cast<unsigned>(B::kWeightBytes + scale_rows * B::kChannels * 2 +
+                                                       rows * B::KU * 2));
+    }
+    __syncwarp();
+    for (int c = lane; c < B::kRuns + B::kSteps + rows; c += 32) {
+      if (c < B::kRuns) {
+        bulk_copy(st + c * B::kRunWords * 4,
+                  a.q + (int64_t{tile} * B::kRuns + c) * run_stride + int64_t{part} * B::kRunWords,
+                  B::kRunWords * 4, full + buf);
+      } else if (c < B::kRuns + B::kSteps) {
+        const int i = c - B::kRuns;
+        if (i < scale_rows) {
+          bulk_copy(st + B::kWeightBytes + i * B::kChannels * 2,
+                    a.scales + int64_t{g0 + i} * a.n + int64_t{tile} * B::kChannels, B::kChannels * 2,
+                    full + buf);
+        }
+      } else {
+        const int t = c - B::kRuns - B::kSteps;
+        bulk_copy(st + B::kWeightBytes + B::kScaleBytes + t * B::kPitch * 2,
+                  a.x + t * a.k + int64_t{part} * B::KU, B::KU * 2, full + buf);
+      }
+    }
+  };
+  if (warp == 0) {
+    for (int i = 0; i < a.stages && i < count; ++i) issue(u_begin + i, i);
+  }
+
+  const int c0 = warp * 16 + g, c1 = c0 + 8;  // channels within the tile
+  const int w0_off = (c0 / S::I) * B::kRunWords + S::V * (c0 % S::I);
+  const int w1_off = (c1 / S::I) * B::kRunWords + S::V * (c1 % S::I);
+  float acc[NT][4] = {};
+  GroupSums<NT> grp;
+  int run_begin = u_begin, buf = 0;
+  unsigned parity = 0;
+  for (int i = 0; i < count; ++i) {
+    const int u = u_begin + i;
+    const int tile = u / per_tile, part = u - tile * per_tile;
+    const bool last = part == per_tile - 1 || u == u_end - 1;  // the block's run of this tile ends
+    const int step0 = part * B::kSteps;
+    int gi = step0 / spg;
+    int left = spg - (step0 - gi * spg);  // steps of group gi still to come
+    const int g0 = gi;
+    mbar_wait(full + buf, parity);
+    const unsigned char* st = smem + buf * stage_bytes;
+    const uint32_t* wb = reinterpret_cast<const uint32_t*>(st);
+    const uint16_t* sb = reinterpret_cast<const uint16_t*>(st + B::kWeightBytes);
+    const uint16_t* xb = reinterpret_cast<const uint16_t*>(st + B::kWeightBytes + B::kScaleBytes);
+    // Tokens past M read the last real row: their columns of the product are never written.
+    const uint16_t* xrow = xb + min(g, rows - 1) * B::kPitch;
+    const int tok_stride = NT > 1 ? (min(g + 8, rows - 1) - min(g, rows - 1)) * B::kPitch : 0;
+#pragma unroll
+    for (int j = 0; j < B::kSteps; ++j) {
+      const W w0 = *reinterpret_cast<const W*>(wb + w0_off + S::word_offset(j, r));
+      const W w1 = *reinterpret_cast<const W*>(wb + w1_off + S::word_offset(j, r));
+      ft_step<BITS, WPT, T, NAIVE, NT>(w0, w1, xrow + S::k_base(j, r), tok_stride, grp);
+      if (left == 1 || (last && j == B::kSteps - 1)) {
+        const uint16_t* row = sb + (gi - g0) * B::kChannels;
+        apply_scales<NT>(row[c0], row[c1], grp, acc);
+      }
+      if (--left == 0) ++gi, left = spg;
+    }
+    if (last) {
+      const int64_t ch0 = int64_t{tile} * B::kChannels + c0, ch1 = ch0 + 8;
+      finish_tile<T>(a.out, a.sums, a.counters + tile, u - run_begin + 1, per_tile, [&](auto&& fn) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          fn(2 * r + 8 * t, ch0, acc[t][0]);
+          fn(2 * r + 8 * t + 1, ch0, acc[t][1]);
+          fn(2 * r + 8 * t, ch1, acc[t][2]);
+          fn(2 * r + 8 * t + 1, ch1, acc[t][3]);
+        }
+      });
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
+      }
+      run_begin = u + 1;
+    }
+    // Each warp releases the stage; warp 0 refills it once all four have (the others go on).
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty + buf);
+    if (warp == 0 && i + a.stages < count) {
+      mbar_wait(empty + buf, parity);
+      issue(u + a.stages, buf);
+    }
+    if (++buf == a.stages) buf = 0, parity ^= 1u;
+  }
+#else
+  __trap();  // the launcher takes this path on compute capability 9.0 only
+#endif
+}
+
+// Blocks of `kernel` that fit on a multiprocessor with `smem` bytes of dynamic shared memory; the
+// caller keeps one Fit per kernel, so the runtime is asked once per ring size.
+struct Fit {
+  std::mutex lock;
+  std::map<size_t, int> per_sm;
+};
+
+template <class Kernel>
+int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
+  const std::lock_guard<std::mutex> hold(fit.lock);
+  const auto it = fit.per_sm.find(smem);
+  if (it != fit.per_sm.end()) return it->second;
+  int v = 0;
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, kSliceWarps * 32, smem);
+  v = std::max(v, 1);
+  fit.per_sm.emplace(smem, v);
+  return v;
+}
+
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  using B = BulkShape<BITS, WPT>;
+  BulkArgs a{};
+  a.q = L.w.q;
+  a.scales = L.w.scales;
+  a.x = L.p.x;
+  a.n = L.w.n, a.k = L.w.k, a.m = L.p.m;
+  a.group = L.w.group;
+  a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
+  a.sums = ws.sums;
+  a.counters = ws.counters;
+  a.units = (a.n / B::kChannels) * (a.k / B::KU);  // bulk_fits: under 2^31
+  // Two stages: measured faster than three or four (notes/performance.md, g5), because the
+  // smaller ring lets more blocks share a multiprocessor, and more warps hide more latency.
+  const int64_t stage = B::stage_bytes(a.m);
+  a.stages = 2;
+
+  const size_t smem = static_cast<size_t>(a.stages * stage + a.stages * 16);
+  const auto kernel = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT>;
+  static Fit fit;
+  const int per_sm = bulk_blocks_per_sm(fit, kernel, smem);
+  int64_t blocks = std::min<int64_t>(a.units, int64_t{per_sm} * L.sms);
+
+  kernel<<<static_cast<unsigned>(blocks), kSliceWarps * 32, smem>>>(a);
+  return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
+}
+
+// The copy-engine form where it applies: compute capability 9.0, M up to 16, whole tiles and units.
+template <int BITS, int WPT>
+bool bulk_fits(const GemvLaunch& L) {
+  using B = BulkShape<BITS, WPT>;
+  using S = FtShape<BITS, WPT>;
+  return L.cc >= 90 && L.p.m <= 16 && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
+         L.w.group % S::KSTEP == 0 && (L.w.n / B::kChannels) <= kMaxCounters &&
+         (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
+}
+
 template <int BITS, int WPT, OutType T, bool NAIVE>
 std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  if (bulk_fits<BITS, WPT>(L)) {
+    return L.p.m <= 8 ? launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait)
+                      : launch_bulk<BITS, WPT, T, NAIVE, 2>(L, ws, wait);
+  }
   if (L.p.m <= 8) return launch_ft<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
   if (L.p.m <= 16) return launch_ft<BITS, WPT, T, NAIVE, 2>(L, ws, wait);
   return launch_ft<BITS, WPT, T, NAIVE, 4>(L, ws, wait);
