@@ -193,16 +193,26 @@ struct FtShape {
   }
 };
 
-struct FtArgs {
+// What both forms of the mixed-GEMM kernel read and write.
+struct FtIo {
   const uint32_t* q;
   const uint16_t* scales;  // [K / G, N]
   const uint16_t* x;       // [M, K]
   int64_t n, k, m;
   int group;
-  int mchunks;  // token chunks of 8 * NT
   Out out;
   float* sums;
   unsigned* counters;
+};
+
+FtIo ft_io(const GemvLaunch& L, const Workspace& ws) {
+  return FtIo{L.w.q,   L.w.scales, L.p.x,     L.w.n,
+              L.w.k,   L.p.m,      L.w.group, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n},
+              ws.sums, ws.counters};
+}
+
+struct FtArgs : FtIo {
+  int mchunks;  // token chunks of 8 * NT
 };
 
 template <int WPT>
@@ -357,16 +367,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_slice_kernel(FtArgs a) {
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int L>
 std::string launch_slice(const GemvLaunch& Lc, const Workspace& ws, bool wait) {
   using S = FtShape<BITS, WPT>;
-  FtArgs a{};
-  a.q = Lc.w.q;
-  a.scales = Lc.w.scales;
-  a.x = Lc.p.x;
-  a.n = Lc.w.n, a.k = Lc.w.k, a.m = Lc.p.m;
-  a.group = Lc.w.group;
-  a.mchunks = static_cast<int>((Lc.p.m + 8 * NT - 1) / (8 * NT));
-  a.out = Out{Lc.y, Lc.p.bias, Lc.p.epi, Lc.p.m, Lc.w.n};
-  a.sums = ws.sums;
-  a.counters = ws.counters;
+  FtArgs a{ft_io(Lc, ws), static_cast<int>((Lc.p.m + 8 * NT - 1) / (8 * NT))};
   constexpr int kTileChannels = 16 * kSliceWarps;
   const int64_t blocks = a.mchunks * ((a.n + kTileChannels - 1) / kTileChannels) * (a.k / S::KSTEP / L);
   ft_slice_kernel<BITS, WPT, T, NAIVE, NT, L><<<static_cast<unsigned>(blocks), kSliceWarps * 32>>>(a);
@@ -403,6 +404,9 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 template <int BITS, int WPT>
 struct BulkShape {
   using S = FtShape<BITS, WPT>;
+  // Two stages: measured faster than three or four (notes/performance.md, g5): the smaller ring
+  // lets more blocks share a multiprocessor, and more warps hide more latency.
+  static constexpr int kStages = 2;
   static constexpr int kSteps = 4;                            // steps per unit
   static constexpr int KU = kSteps * S::KSTEP;                // K per unit
   static constexpr int kChannels = 16 * kSliceWarps;          // channels per tile
@@ -451,17 +455,8 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
 }
 #endif
 
-struct BulkArgs {
-  const uint32_t* q;
-  const uint16_t* scales;  // [K / G, N]
-  const uint16_t* x;       // [M, K]
-  int64_t n, k, m;
-  int group;
-  int stages;     // ring depth
+struct BulkArgs : FtIo {
   int64_t units;  // tiles * units per tile
-  Out out;
-  float* sums;
-  unsigned* counters;
 };
 
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
@@ -474,8 +469,8 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
   const int rows = static_cast<int>(a.m);
   const int stage_bytes = static_cast<int>(B::stage_bytes(a.m));
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + a.stages * stage_bytes);  // the stage has arrived
-  uint64_t* empty = full + a.stages;                                            // every warp is done with it
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + B::kStages * stage_bytes);  // the stage has arrived
+  uint64_t* empty = full + B::kStages;  // every warp is done with it
   // Unit and step indices fit in 32 bits (the launcher checks): no 64-bit division in the loop.
   const int per_tile = static_cast<int>(a.k / B::KU);
   const int u_begin = static_cast<int>(a.units * blockIdx.x / gridDim.x);
@@ -485,7 +480,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
   const int64_t run_stride = a.k * S::I / S::E;  // words of one column group
 
   if (threadIdx.x == 0) {
-    for (int i = 0; i < a.stages; ++i) {
+    for (int i = 0; i < B::kStages; ++i) {
       mbar_init(full + i, 1);
       mbar_init(empty + i, kSliceWarps);
     }
@@ -525,7 +520,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
     }
   };
   if (warp == 0) {
-    for (int i = 0; i < a.stages && i < count; ++i) issue(u_begin + i, i);
+    for (int i = 0; i < B::kStages && i < count; ++i) issue(u_begin + i, i);
   }
 
   const int c0 = warp * 16 + g, c1 = c0 + 8;  // channels within the tile
@@ -583,11 +578,11 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
     // Each warp releases the stage; warp 0 refills it once all four have (the others go on).
     __syncwarp();
     if (lane == 0) mbar_arrive(empty + buf);
-    if (warp == 0 && i + a.stages < count) {
+    if (warp == 0 && i + B::kStages < count) {
       mbar_wait(empty + buf, parity);
-      issue(u + a.stages, buf);
+      issue(u + B::kStages, buf);
     }
-    if (++buf == a.stages) buf = 0, parity ^= 1u;
+    if (++buf == B::kStages) buf = 0, parity ^= 1u;
   }
 #else
   __trap();  // the launcher takes this path on compute capability 9.0 only
@@ -617,27 +612,12 @@ int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
 std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
   using B = BulkShape<BITS, WPT>;
-  BulkArgs a{};
-  a.q = L.w.q;
-  a.scales = L.w.scales;
-  a.x = L.p.x;
-  a.n = L.w.n, a.k = L.w.k, a.m = L.p.m;
-  a.group = L.w.group;
-  a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
-  a.sums = ws.sums;
-  a.counters = ws.counters;
-  a.units = (a.n / B::kChannels) * (a.k / B::KU);  // bulk_fits: under 2^31
-  // Two stages: measured faster than three or four (notes/performance.md, g5), because the
-  // smaller ring lets more blocks share a multiprocessor, and more warps hide more latency.
-  const int64_t stage = B::stage_bytes(a.m);
-  a.stages = 2;
-
-  const size_t smem = static_cast<size_t>(a.stages * stage + a.stages * 16);
+  const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU)};  // bulk_fits: under 2^31
+  const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
   const auto kernel = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT>;
   static Fit fit;
   const int per_sm = bulk_blocks_per_sm(fit, kernel, smem);
-  int64_t blocks = std::min<int64_t>(a.units, int64_t{per_sm} * L.sms);
-
+  const int64_t blocks = std::min<int64_t>(a.units, int64_t{per_sm} * L.sms);
   kernel<<<static_cast<unsigned>(blocks), kSliceWarps * 32, smem>>>(a);
   return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
 }

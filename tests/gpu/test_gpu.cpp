@@ -125,6 +125,14 @@ size_t check_primitive(const char* name, Prim p, uint32_t param, size_t n, uint6
   return bad;
 }
 
+// The CUDA backend, or the test stops with the reason it could not open.
+std::unique_ptr<Backend> open_gpu() {
+  std::string why;
+  auto gpu = make_cuda_backend(&why);
+  REQUIRE_MESSAGE(gpu != nullptr, why);
+  return gpu;
+}
+
 }  // namespace
 
 TEST_CASE("device primitives equal the host emulation bit for bit") {
@@ -211,9 +219,7 @@ TEST_CASE("every recipe on the device equals the host, 2^26 registers each") {
 
 TEST_CASE(
     "whole matrices: the CUDA backend equals the CPU twin for quant, every dequant recipe and permute") {
-  std::string why;
-  auto gpu = make_cuda_backend(&why);
-  REQUIRE_MESSAGE(gpu != nullptr, why);
+  auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using quant::Layout;
   using quant::Scheme;
@@ -257,9 +263,7 @@ TEST_CASE(
 }
 
 TEST_CASE("trace: every step's register on the GPU equals the CPU's") {
-  std::string why;
-  auto gpu = make_cuda_backend(&why);
-  REQUIRE_MESSAGE(gpu != nullptr, why);
+  auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
     size_t bad = 0;
@@ -275,9 +279,7 @@ TEST_CASE("trace: every step's register on the GPU equals the CPU's") {
 }
 
 TEST_CASE("verify: every recipe on all 2^32 registers") {
-  std::string why;
-  auto gpu = make_cuda_backend(&why);
-  REQUIRE_MESSAGE(gpu != nullptr, why);
+  auto gpu = open_gpu();
   for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
     const VerifyResult r = gpu->verify(info.spec->id);
     std::printf("verify %-18s %llu registers, %llu mismatches, %.3f s\n", info.spec->name,
@@ -289,9 +291,7 @@ TEST_CASE("verify: every recipe on all 2^32 registers") {
 }
 
 TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside the CPU twin") {
-  std::string why;
-  auto gpu = make_cuda_backend(&why);
-  REQUIRE_MESSAGE(gpu != nullptr, why);
+  auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using quant::Layout;
   using quant::Scheme;
