@@ -244,6 +244,31 @@ TEST_CASE("NF4: codes by strict thresholds, first element in the high nibble, va
     REQUIRE(quant::nf4_code(v) == counted(v));
   }
   CHECK(quant::nf4_code(NAN) == 0);
+  // The GPU's one-lookup form gives the search's code for every float in [-2, 2] from 2^-10 up
+  // (where all boundaries and bin edges lie), for a sample of every other bit pattern, and for
+  // the special values.
+  quant::Nf4Bin bins[quant::kNf4Bins];
+  for (int b = 0; b < quant::kNf4Bins; ++b) bins[b] = quant::nf4_bin(b);
+  int64_t mismatches = 0;
+  const auto binned = [&](float v) { return quant::nf4_code_binned(v, bins[quant::nf4_bin_of(v)]); };
+  for (uint32_t u = 0x3A800000u; u <= 0x40000000u; ++u) {
+    const float v = quant::f32_of(u);
+    mismatches += binned(v) != quant::nf4_code(v);
+    mismatches += binned(-v) != quant::nf4_code(-v);
+  }
+  for (uint64_t u = 0; u < (uint64_t{1} << 32); u += 4099) {
+    const float v = quant::f32_of(static_cast<uint32_t>(u));
+    mismatches += binned(v) != quant::nf4_code(v);
+  }
+  CHECK(mismatches == 0);
+  for (const float v : {0.0f, -0.0f, 1e-45f, -1e-45f, 1.0f, -1.0f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN}) {
+    CAPTURE(v);
+    CHECK(binned(v) == quant::nf4_code(v));
+  }
+  // Every boundary sits inside its widened bin, and each bin holds at most one.
+  int inside = 0;
+  for (const auto& b : bins) inside += std::isinf(b.boundary) ? 0 : 1;
+  CHECK(inside >= 15);
   CHECK(q.absmax == std::vector<float>{1.0f, 0.0f});
   // Larger matrices: the value is fp16(fp32(code value * absmax)).
   const Tensor big = random_matrix(Distribution::Normal, 5, 8, 1024);

@@ -2,6 +2,7 @@
 // arranged for the memory system. Every value is computed by the shared functions
 // (convert_word, sym_code, nf4_code_of, the FT maps); only who does what, and how the bytes
 // move, differs. notes/performance.md has the reasoning and the figures.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "codebook.cuh"
@@ -15,6 +16,7 @@ using quant::DequantArgs;
 using quant::PermuteArgs;
 using quant::Scheme;
 using recipes::RecipeId;
+namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256;
 
@@ -227,11 +229,11 @@ __device__ void awq_group_params(const DequantArgs& a, int64_t g, int64_t c, uin
   for (int i = 0; i < 4; ++i) s16[2 * i] = parts[i] & 0xFFFFu, s16[2 * i + 1] = parts[i] >> 16;
 }
 
-constexpr int kAwqRows = 16;                   // rows of K per thread
-constexpr int kAwqTileK = 8 * kAwqRows;        // rows of K per block
-constexpr int kAwqSmem = 256 * kAwqRows * 16;  // 256 output rows of kAwqTileK values
-
+// kAwqRows: rows of K per thread (8 or 16); a block takes 8 * kAwqRows rows of K and holds
+// 256 output rows of them (kAwqRows * 4 KB) in shared memory.
+template <int kAwqRows>
 __global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs a) {
+  constexpr int kAwqTileK = 8 * kAwqRows;
   extern __shared__ uint4 tile[];  // [256 rows][kAwqRows chunks], chunk index swizzled
   const int64_t cols = a.n / 8;
   const int64_t c0 = (blockIdx.x % (cols / 32)) * 32, k0 = (blockIdx.x / (cols / 32)) * kAwqTileK;
@@ -301,6 +303,34 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
 
 constexpr int kPerThread = 16;
 
+// NF4 codes by one shared-memory lookup per value (quant::nf4_bin: the bin's boundary and the
+// count below it) instead of the four-level search: about 10 instructions a value instead of 37.
+// Every thread of the block calls this before its first use of the table.
+__device__ __forceinline__ const quant::Nf4Bin* nf4_table() {
+  __shared__ quant::Nf4Bin bins[quant::kNf4Bins];
+  if (threadIdx.x < quant::kNf4Bins) bins[threadIdx.x] = quant::nf4_bin(static_cast<int>(threadIdx.x));
+  __syncthreads();
+  return bins;
+}
+
+// The packed codes of N values (byte j: value 2j in the high nibble, 2j + 1 in the low one); an
+// all-zero block gives code 7 throughout, as quant::nf4_code_of does.
+template <int N>
+__device__ __forceinline__ void nf4_words(const float (&x)[N], float amax, const quant::Nf4Bin* bins,
+                                          uint32_t (&words)[N / 8]) {
+  const float inv = quant::nf4_inverse(amax);
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    const float v = quant::mul_rn(x[i], inv);
+    const uint32_t c = static_cast<uint32_t>(quant::nf4_code_binned(v, bins[quant::nf4_bin_of(v)]));
+    words[i / 8] |= c << (4 * ((i % 8) ^ 1));  // element 2j high, 2j + 1 low, byte j
+  }
+  if (!(amax > 0.0f)) {
+#pragma unroll
+    for (int w = 0; w < N / 8; ++w) words[w] = 0x77777777u;
+  }
+}
+
 template <Scheme S>
 __global__ void __launch_bounds__(kThreads)
     quant_segment_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
@@ -309,6 +339,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t total = a.n * a.k / kPerThread;
   const bool live = t < total;
   const int per_group = a.group / kPerThread;  // threads of one group: 2 .. 16, aligned inside the warp
+  const quant::Nf4Bin* bins = nullptr;
+  if constexpr (S == Scheme::Nf4) bins = nf4_table();
   float x[kPerThread] = {};
   if (live) {
     const float4* src = reinterpret_cast<const float4*>(a.w + t * kPerThread);
@@ -326,17 +358,11 @@ __global__ void __launch_bounds__(kThreads)
     amax = o > amax ? o : amax;
   }
   if (!live) return;
-  const int64_t group = t / per_group;
-  const bool leader = t % per_group == 0;
+  const int64_t group = t >> (__ffs(per_group) - 1);  // per_group is a power of two
+  const bool leader = (t & (per_group - 1)) == 0;
   uint32_t words[kWords] = {};
   if constexpr (S == Scheme::Nf4) {
-    const float inv = quant::nf4_inverse(amax);
-#pragma unroll
-    for (int j = 0; j < kPerThread / 2; ++j) {  // byte j: element 2j high, 2j + 1 low
-      const uint32_t hi = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j], amax, inv));
-      const uint32_t lo = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j + 1], amax, inv));
-      words[j / 4] |= ((hi << 4) | lo) << (8 * (j % 4));
-    }
+    nf4_words<kPerThread>(x, amax, bins, words);
     if (leader) a.absmax[group] = amax;
   } else {
     constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
@@ -357,7 +383,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// ---- quant, wider groups: one block per group, reading it twice (the second time from L2) -----
+// ---- quant, wider groups: one block per group, or a cluster of blocks per group -------------
 
 // The block size grows with the group (about four passes of 8 elements per thread, 64 to 1024
 // threads), which keeps the rows in flight few enough that the second read finds them in L2.
@@ -370,17 +396,41 @@ int wide_threads(int group) {
   const int t = (group / 8 / 4 + 31) / 32 * 32;
   return t < 64 ? 64 : (t > kWideMax ? kWideMax : t);
 }
+// On compute capability 9.0 a group wider than kClusterFrom is split over a cluster of up to 8
+// blocks, each holding its part (at most kHoldAll values) in registers; the parts' maxima meet
+// through distributed shared memory, so every value is read once. Narrower wide groups are read
+// twice: measured on an H100 (notes/performance.md, q2), reading twice ran at 89% of the copy
+// for K = 28672 against 74% for clusters of 4 (the blocks idle at the cluster barrier with their
+// registers full), while at K = 57344 the rows in flight no longer stay in L2 (65% against 74%).
+// The number of parts: the fewest that divide the group into runs of 8 no longer than
+// kHoldAll; 0 where none does.
+constexpr int kClusterFrom = 32768;
+constexpr int kMaxParts = 8;
+int cluster_parts(int64_t group) {
+  for (int p = 2; p <= kMaxParts; ++p) {
+    if (group % (8 * p) == 0 && group / p <= kHoldAll) return p;
+  }
+  return 0;
+}
 
-template <Scheme S, int kHeld>
-__global__ void __launch_bounds__(kWideMax)
-    quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales) {
+template <Scheme S, int kHeld, bool kCluster>
+__global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
+    quant_wide_kernel(quant::QuantArgs a, uint32_t* qwords, uint16_t* scales, int parts) {
   // A thread keeps its first kHeld runs of 8 values in registers between the passes; the rest
-  // it reads twice (the second time mostly from L2).
+  // it reads twice (the second time mostly from L2). With kCluster, the `parts` blocks of a
+  // cluster take equal parts of one group.
   const int kThreads = static_cast<int>(blockDim.x);
   __shared__ float partial[kWideMax / 32];
-  const int64_t group = blockIdx.x;
-  const int64_t first8 = group * (a.group / 8);  // in units of 8 elements
-  const int64_t count8 = a.group / 8;
+  const quant::Nf4Bin* bins = nullptr;
+  if constexpr (S == Scheme::Nf4) bins = nf4_table();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Announce that this block has started; the wait before the first remote write pairs with it.
+  if constexpr (kCluster) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+  const int64_t group = blockIdx.x / parts;
+  const int part = static_cast<int>(blockIdx.x % parts);
+  const int64_t count8 = a.group / 8 / parts;  // in units of 8 elements
+  const int64_t first8 = group * (a.group / 8) + part * count8;
   const float4* src = reinterpret_cast<const float4*>(a.w) + 2 * first8;
   // Values read once are streamed (evict first); values read twice are kept in L2 the first time.
   const auto load = [&](int64_t i, float(&x)[8], bool again_later) {
@@ -411,22 +461,31 @@ __global__ void __launch_bounds__(kWideMax)
   __syncthreads();
   amax = 0.0f;
   for (int i = 0; i < kThreads / 32; ++i) amax = partial[i] > amax ? partial[i] : amax;
+  if constexpr (kCluster) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    // Each block's maximum goes into every block's shared memory; after one cluster barrier
+    // each reads its own copy (no block touches another's memory after the barrier, so none
+    // has to wait before leaving).
+    __shared__ float part_max[kMaxParts];
+    cg::cluster_group cluster = cg::this_cluster();
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block of the cluster has started
+    if (threadIdx.x < parts) *cluster.map_shared_rank(&part_max[part], threadIdx.x) = amax;
+    cluster.sync();
+    for (int r = 0; r < parts; ++r) amax = part_max[r] > amax ? part_max[r] : amax;
+#else
+    __trap();  // the launcher clusters on compute capability 9.0 only
+#endif
+  }
 
   // Codes for the 8 values of run i.
-  const float inv = quant::nf4_inverse(amax);
   constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
   const uint16_t sh = S == Scheme::Nf4 ? 0 : quant::sym_scale(amax, qmax);
   const float s = quant::half_to_f32(sh);
   const auto emit = [&](int64_t i, const float(&x)[8]) {
     if constexpr (S == Scheme::Nf4) {
-      uint32_t word = 0;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t hi = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j], amax, inv));
-        const uint32_t lo = static_cast<uint32_t>(quant::nf4_code_of(x[2 * j + 1], amax, inv));
-        word |= ((hi << 4) | lo) << (8 * j);
-      }
-      __stcs(qwords + first8 + i, word);
+      uint32_t word[1] = {};
+      nf4_words<8>(x, amax, bins, word);
+      __stcs(qwords + first8 + i, word[0]);
     } else if constexpr (S == Scheme::Int8Sym) {
       uint32_t lo = 0, hi = 0;
 #pragma unroll
@@ -453,7 +512,7 @@ __global__ void __launch_bounds__(kWideMax)
     load(i, x, false);
     emit(i, x);
   }
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && part == 0) {
     if constexpr (S == Scheme::Nf4) {
       a.absmax[group] = amax;
     } else {
@@ -618,13 +677,21 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
       break;
     }
     case quant::Layout::Awq:
-      if (a.n % 256 == 0 && a.k % kAwqTileK == 0) {
+      if (a.n % 256 == 0 && a.k % 64 == 0) {
+        // 16 rows a thread where K allows (measured faster than 8 on the H100: 91.9% against
+        // 88.8% of the copy at 8192x8192, notes/performance.md).
+        const int rows = a.k % 128 == 0 ? 16 : 8;
+        const int smem = 256 * rows * 16;
         static const cudaError_t raised = cudaFuncSetAttribute(
-            dequant_awq_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kAwqSmem);
+            dequant_awq_tiled_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, 256 * 16 * 16);
         if (raised != cudaSuccess)
           return std::string("dequantize could not be set up: ") + cudaGetErrorString(raised);
-        dequant_awq_tiled_kernel<<<static_cast<unsigned>((a.n / 256) * (a.k / kAwqTileK)), kThreads,
-                                   kAwqSmem>>>(a);
+        const auto blocks = static_cast<unsigned>((a.n / 256) * (a.k / (8 * rows)));
+        if (rows == 16) {
+          dequant_awq_tiled_kernel<16><<<blocks, kThreads, smem>>>(a);
+        } else {
+          dequant_awq_tiled_kernel<8><<<blocks, kThreads, smem>>>(a);
+        }
       } else {
         dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
       }
@@ -633,21 +700,57 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
   return status("dequantize", wait);
 }
 
+namespace {
+
+// Compute capability of the current device, asked once.
+int device_cc() {
+  static const int cc = [] {
+    int dev = 0, major = 0, minor = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return 10 * major + minor;
+  }();
+  return cc;
+}
+
+template <Scheme S>
+void launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales) {
+  const auto groups = static_cast<unsigned>(a.n * (a.k / a.group));
+  const int parts = a.group > kClusterFrom && device_cc() >= 90 ? cluster_parts(a.group) : 0;
+  if (parts > 0) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(groups * static_cast<unsigned>(parts));
+    cfg.blockDim = dim3(static_cast<unsigned>(wide_threads(a.group / parts)));
+    cudaLaunchAttribute cluster;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = static_cast<unsigned>(parts);
+    cluster.val.clusterDim.y = 1;
+    cluster.val.clusterDim.z = 1;
+    cfg.attrs = &cluster;
+    cfg.numAttrs = 1;
+    cudaLaunchKernelEx(&cfg, quant_wide_kernel<S, 4, true>, a, qwords, scales, parts);
+  } else if (a.group <= kHoldAll) {
+    quant_wide_kernel<S, 4, false><<<groups, wide_threads(a.group)>>>(a, qwords, scales, 1);
+  } else {
+    quant_wide_kernel<S, 0, false><<<groups, wide_threads(a.group)>>>(a, qwords, scales, 1);
+  }
+}
+
+}  // namespace
+
 std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, bool wait) {
-  const bool wide = a.group > 256;
-  const unsigned g = wide ? static_cast<unsigned>(a.n * (a.k / a.group)) : blocks_for(a.n * a.k / kPerThread);
+  // The segment kernel's groups are 2 to 16 threads of 16 values inside one warp: a power of two
+  // from 32 to 256. Every other group (per channel over any K) takes the wide kernel.
+  const bool wide = a.group > 256 || a.group < 32 || (a.group & (a.group - 1)) != 0;
   switch (a.scheme) {
-#define DQL_QUANT(S)                                                                      \
-  case Scheme::S:                                                                         \
-    if (wide) {                                                                           \
-      if (a.group <= kHoldAll) {                                                          \
-        quant_wide_kernel<Scheme::S, 4><<<g, wide_threads(a.group)>>>(a, qwords, scales); \
-      } else {                                                                            \
-        quant_wide_kernel<Scheme::S, 0><<<g, wide_threads(a.group)>>>(a, qwords, scales); \
-      }                                                                                   \
-    } else {                                                                              \
-      quant_segment_kernel<Scheme::S><<<g, kThreads>>>(a, qwords, scales);                \
-    }                                                                                     \
+#define DQL_QUANT(S)                                                                                       \
+  case Scheme::S:                                                                                          \
+    if (wide) {                                                                                            \
+      launch_quant_wide<Scheme::S>(a, qwords, scales);                                                     \
+    } else {                                                                                               \
+      quant_segment_kernel<Scheme::S><<<blocks_for(a.n* a.k / kPerThread), kThreads>>>(a, qwords, scales); \
+    }                                                                                                      \
     break;
     DQL_QUANT(Int8Sym)
     DQL_QUANT(Int4Sym)

@@ -116,6 +116,43 @@ DQL_HD int nf4_code(float x) {
   return c + (x > t1 ? 1 : 0);
 }
 
+// The same code with one table lookup instead of a four-level search (the CUDA quantizer's
+// form; tests/test_formats.cpp holds it to nf4_code over every float in [-2, 2] and beyond).
+// [-1, 1] is cut into 32 bins of 1/16. Widened by kNf4BinSlack on each side, a bin still holds
+// at most one boundary (neighbouring boundaries are at least 0.079 apart), so a value's code is
+// the number of boundaries below its widened bin plus one comparison with the boundary inside it
+// (+inf when there is none). The slack absorbs the rounding of the bin index (under 2^-19 of a
+// bin); values outside [-1, 1] land in the end bins, which hold no boundary, and NaN lands in
+// bin 0 (code 0), as with the search.
+struct Nf4Bin {
+  float boundary;  // the boundary inside the widened bin, or +inf
+  int below;       // boundaries below the widened bin
+};
+constexpr int kNf4Bins = 32;
+constexpr float kNf4BinSlack = 1.0f / 1024.0f;
+DQL_HD constexpr Nf4Bin nf4_bin(int b) {
+  const float lo = b == 0 ? -3.0e38f : -1.0f + static_cast<float>(b) / 16.0f - kNf4BinSlack;
+  const float hi = b == kNf4Bins - 1 ? 3.0e38f : -1.0f + static_cast<float>(b + 1) / 16.0f + kNf4BinSlack;
+  Nf4Bin r{__builtin_huge_valf(), 0};
+  for (int c = 0; c < 15; ++c) {
+    const float t = nf4_threshold(c);
+    if (t < lo) ++r.below;
+    if (t >= lo && t <= hi) r.boundary = t;
+  }
+  return r;
+}
+// The bin of a value already divided by absmax: floor(16 x + 16) within [0, 31].
+DQL_HD int nf4_bin_of(float x) {
+#if defined(__CUDA_ARCH__)
+  const float y = fminf(fmaxf(fmaf(x, 16.0f, 16.0f), 0.0f), 31.0f);
+  return static_cast<int>(__float_as_uint(__fadd_rd(y, 8388608.0f)) & 31u);  // floor by the 2^23 magic
+#else
+  const float y = std::fmin(std::fmax(std::fma(x, 16.0f, 16.0f), 0.0f), 31.0f);
+  return static_cast<int>(y);
+#endif
+}
+DQL_HD int nf4_code_binned(float x, const Nf4Bin& bin) { return bin.below + (x > bin.boundary ? 1 : 0); }
+
 // ---- quantize ----------------------------------------------------------------------------------
 
 // The pieces every quantizer shares (the CPU twin's per-group loop and the CUDA kernels).

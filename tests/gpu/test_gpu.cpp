@@ -262,6 +262,37 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("whole matrices: one scale per channel over any K, and NF4 blocks, quantize as the CPU twin does") {
+  // Per-channel groups take the wide kernels: short rows that are not a power of two, rows held
+  // in one block, rows read twice, and rows over 32768 split over a cluster of 5 or 7 blocks
+  // (compute capability 9.0; read twice elsewhere, and where no split divides evenly: K = 32792,
+  // 4099 runs of 8).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using quant::Layout;
+  using quant::Scheme;
+  const std::pair<int64_t, int64_t> shapes[] = {{16, 8},    {16, 24},   {16, 96},   {8, 200},
+                                                {8, 8192},  {8, 8248},  {8, 16384}, {6, 28672},
+                                                {4, 40960}, {2, 57344}, {2, 32792}};
+  for (const auto& [n, k] : shapes) {
+    const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(7 * n + k), n, k);
+    std::vector<QuantSpec> specs = {{Scheme::Int8Sym, Layout::Plain, static_cast<int>(k)},
+                                    {Scheme::Int4Sym, Layout::Plain, static_cast<int>(k)}};
+    if (k % 32 == 0) specs.push_back({Scheme::Nf4, Layout::Plain, 32});
+    if (k % 4096 == 0) specs.push_back({Scheme::Nf4, Layout::Plain, 4096});
+    for (const QuantSpec& s : specs) {
+      CAPTURE(n);
+      CAPTURE(k);
+      CAPTURE(static_cast<int>(s.scheme));
+      CAPTURE(s.group);
+      const QuantizedMatrix a = gpu->quantize(w, s), b = cpu->quantize(w, s);
+      CHECK(a.qwords == b.qwords);
+      CHECK(a.scales == b.scales);
+      CHECK(a.absmax == b.absmax);
+    }
+  }
+}
+
 TEST_CASE("trace: every step's register on the GPU equals the CPU's") {
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
