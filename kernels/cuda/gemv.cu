@@ -259,13 +259,16 @@ __device__ __forceinline__ void ft_step(const Words<WPT>& w0, const Words<WPT>& 
     gemv::ft_word_pairs<NAIVE>(BITS, T, w0.v[i], pa + i * S::PPW);
     gemv::ft_word_pairs<NAIVE>(BITS, T, w1.v[i], pb + i * S::PPW);
   }
+  // Pair q = i * PPW + p is pair p of word i; its X values are xr[t][p].v[i]. An mma takes the
+  // same pair of two consecutive words (i, i + 1), so that its two X registers are neighbours
+  // in one shared-memory load (no register moves to form the B operand).
 #pragma unroll
   for (int m = 0; m < S::MMAS; ++m) {
-    const int q0 = 2 * m, q1 = 2 * m + 1;
+    const int p = m % S::PPW, i = 2 * (m / S::PPW);
+    const int q0 = i * S::PPW + p, q1 = q0 + S::PPW;
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-      mma_16816<T>(grp.v[m % 2][t], pa[q0], pb[q0], pa[q1], pb[q1], xr[t][q0 % S::PPW].v[q0 / S::PPW],
-                   xr[t][q1 % S::PPW].v[q1 / S::PPW]);
+      mma_16816<T>(grp.v[m % 2][t], pa[q0], pb[q0], pa[q1], pb[q1], xr[t][p].v[i], xr[t][p].v[i + 1]);
     }
   }
 }
