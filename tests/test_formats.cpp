@@ -265,10 +265,21 @@ TEST_CASE("NF4: codes by strict thresholds, first element in the high nibble, va
     CAPTURE(v);
     CHECK(binned(v) == quant::nf4_code(v));
   }
-  // Every boundary sits inside its widened bin, and each bin holds at most one.
-  int inside = 0;
-  for (const auto& b : bins) inside += std::isinf(b.boundary) ? 0 : 1;
-  CHECK(inside >= 15);
+  // Every boundary is the one inside some bin, and the counts below rise with the bins, by at
+  // most the one boundary a widened bin holds.
+  for (int c = 0; c < 15; ++c) {
+    CAPTURE(c);
+    int found = 0;
+    for (const auto& b : bins) found += b.boundary == quant::nf4_threshold(c) ? 1 : 0;
+    CHECK(found >= 1);
+  }
+  for (int b = 1; b < quant::kNf4Bins; ++b) {
+    CAPTURE(b);
+    CHECK(bins[b].below >= bins[b - 1].below);
+    CHECK(bins[b].below <= bins[b - 1].below + 1);
+  }
+  CHECK(bins[0].below == 0);
+  CHECK(bins[quant::kNf4Bins - 1].below == 15);
   CHECK(q.absmax == std::vector<float>{1.0f, 0.0f});
   // Larger matrices: the value is fp16(fp32(code value * absmax)).
   const Tensor big = random_matrix(Distribution::Normal, 5, 8, 1024);

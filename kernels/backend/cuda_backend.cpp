@@ -140,7 +140,8 @@ class CudaBenchTarget final : public BenchTarget {
             alloc<float>(groups)};
         uint32_t* words = alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
         uint16_t* scales = alloc<uint16_t>(groups);
-        launch_ = [this, words, scales] { check(cuda::fast_quant_plain(q_, words, scales, false)); };
+        const int cc = 10 * dev.cc_major + dev.cc_minor;
+        launch_ = [this, words, scales, cc] { check(cuda::fast_quant_plain(q_, words, scales, cc, false)); };
         break;
       }
       case BenchKind::Gemv: {
@@ -284,7 +285,7 @@ class CudaBackend final : public Backend {
     if (awq) {
       check(cuda::launch_quant(qa));  // asymmetric: codes and zeros, packed below
     } else {
-      check(cuda::fast_quant_plain(qa, plain.get(), scales.get()));
+      check(cuda::fast_quant_plain(qa, plain.get(), scales.get(), 10 * info_.cc_major + info_.cc_minor));
     }
     QuantizedMatrix q{spec, n, k, {}, {}, {}, {}};
     if (!nf4) check_scales(spec, scales.to_host(), k);

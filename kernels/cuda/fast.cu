@@ -229,11 +229,11 @@ __device__ void awq_group_params(const DequantArgs& a, int64_t g, int64_t c, uin
   for (int i = 0; i < 4; ++i) s16[2 * i] = parts[i] & 0xFFFFu, s16[2 * i + 1] = parts[i] >> 16;
 }
 
-// kAwqRows: rows of K per thread (8 or 16); a block takes 8 * kAwqRows rows of K and holds
-// 256 output rows of them (kAwqRows * 4 KB) in shared memory.
-template <int kAwqRows>
+constexpr int kAwqRows = 16;                   // rows of K per thread (8 measured slower: notes, a1)
+constexpr int kAwqTileK = 8 * kAwqRows;        // rows of K per block
+constexpr int kAwqSmem = 256 * kAwqRows * 16;  // 256 output rows of kAwqTileK values
+
 __global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs a) {
-  constexpr int kAwqTileK = 8 * kAwqRows;
   extern __shared__ uint4 tile[];  // [256 rows][kAwqRows chunks], chunk index swizzled
   const int64_t cols = a.n / 8;
   const int64_t c0 = (blockIdx.x % (cols / 32)) * 32, k0 = (blockIdx.x / (cols / 32)) * kAwqTileK;
@@ -319,6 +319,8 @@ template <int N>
 __device__ __forceinline__ void nf4_words(const float (&x)[N], float amax, const quant::Nf4Bin* bins,
                                           uint32_t (&words)[N / 8]) {
   const float inv = quant::nf4_inverse(amax);
+#pragma unroll
+  for (int w = 0; w < N / 8; ++w) words[w] = 0u;
 #pragma unroll
   for (int i = 0; i < N; ++i) {
     const float v = quant::mul_rn(x[i], inv);
@@ -483,7 +485,7 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
   const float s = quant::half_to_f32(sh);
   const auto emit = [&](int64_t i, const float(&x)[8]) {
     if constexpr (S == Scheme::Nf4) {
-      uint32_t word[1] = {};
+      uint32_t word[1];
       nf4_words<8>(x, amax, bins, word);
       __stcs(qwords + first8 + i, word[0]);
     } else if constexpr (S == Scheme::Int8Sym) {
@@ -677,21 +679,13 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
       break;
     }
     case quant::Layout::Awq:
-      if (a.n % 256 == 0 && a.k % 64 == 0) {
-        // 16 rows a thread where K allows (measured faster than 8 on the H100: 91.9% against
-        // 88.8% of the copy at 8192x8192, notes/performance.md).
-        const int rows = a.k % 128 == 0 ? 16 : 8;
-        const int smem = 256 * rows * 16;
+      if (a.n % 256 == 0 && a.k % kAwqTileK == 0) {
         static const cudaError_t raised = cudaFuncSetAttribute(
-            dequant_awq_tiled_kernel<16>, cudaFuncAttributeMaxDynamicSharedMemorySize, 256 * 16 * 16);
+            dequant_awq_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kAwqSmem);
         if (raised != cudaSuccess)
           return std::string("dequantize could not be set up: ") + cudaGetErrorString(raised);
-        const auto blocks = static_cast<unsigned>((a.n / 256) * (a.k / (8 * rows)));
-        if (rows == 16) {
-          dequant_awq_tiled_kernel<16><<<blocks, kThreads, smem>>>(a);
-        } else {
-          dequant_awq_tiled_kernel<8><<<blocks, kThreads, smem>>>(a);
-        }
+        dequant_awq_tiled_kernel<<<static_cast<unsigned>((a.n / 256) * (a.k / kAwqTileK)), kThreads,
+                                   kAwqSmem>>>(a);
       } else {
         dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
       }
@@ -702,22 +696,10 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
 
 namespace {
 
-// Compute capability of the current device, asked once.
-int device_cc() {
-  static const int cc = [] {
-    int dev = 0, major = 0, minor = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    return 10 * major + minor;
-  }();
-  return cc;
-}
-
 template <Scheme S>
-void launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales) {
+void launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, int cc) {
   const auto groups = static_cast<unsigned>(a.n * (a.k / a.group));
-  const int parts = a.group > kClusterFrom && device_cc() >= 90 ? cluster_parts(a.group) : 0;
+  const int parts = a.group > kClusterFrom && cc >= 90 ? cluster_parts(a.group) : 0;
   if (parts > 0) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(groups * static_cast<unsigned>(parts));
@@ -739,7 +721,8 @@ void launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* sc
 
 }  // namespace
 
-std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, bool wait) {
+std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, int cc,
+                             bool wait) {
   // The segment kernel's groups are 2 to 16 threads of 16 values inside one warp: a power of two
   // from 32 to 256. Every other group (per channel over any K) takes the wide kernel.
   const bool wide = a.group > 256 || a.group < 32 || (a.group & (a.group - 1)) != 0;
@@ -747,7 +730,7 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 #define DQL_QUANT(S)                                                                                       \
   case Scheme::S:                                                                                          \
     if (wide) {                                                                                            \
-      launch_quant_wide<Scheme::S>(a, qwords, scales);                                                     \
+      launch_quant_wide<Scheme::S>(a, qwords, scales, cc);                                                 \
     } else {                                                                                               \
       quant_segment_kernel<Scheme::S><<<blocks_for(a.n* a.k / kPerThread), kThreads>>>(a, qwords, scales); \
     }                                                                                                      \

@@ -12,8 +12,10 @@ namespace dql::cuda {
 std::string fast_dequant(const quant::DequantArgs& a, bool wait = true);
 
 // int8-sym, int4-sym or nf4 straight into plain packed words and scales ([N, K / G]) or
-// absmax (a.absmax): the same values as quant::quant_group followed by quant::pack_word.
-std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, bool wait = true);
+// absmax (a.absmax): the same values as quant::quant_group followed by quant::pack_word. `cc`:
+// the device's compute capability (10 * major + minor), which picks the kernel for wide groups.
+std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, int cc,
+                             bool wait = true);
 
 // Plain packed <-> the mixed-GEMM layout, the same words as quant::ft_forward_word / ft_inverse_word.
 std::string fast_permute(const quant::PermuteArgs& a, bool forward, bool wait = true);
