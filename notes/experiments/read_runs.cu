@@ -8,17 +8,17 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));    \
-      std::exit(1);                                                            \
-    }                                                                          \
+#define CK(x)                                                               \
+  do {                                                                      \
+    cudaError_t e = (x);                                                    \
+    if (e != cudaSuccess) {                                                 \
+      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
+      std::exit(1);                                                         \
+    }                                                                       \
   } while (0)
 
 constexpr int kThreads = 128;
@@ -78,7 +78,9 @@ __global__ void unit_kernel(const unsigned char* base, int64_t units, bool persi
 
 // The same units through the copy engine into a 2-stage ring (what the GEMV's bulk form does),
 // loads only.
-__device__ __forceinline__ uint32_t sa(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ uint32_t sa(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 
 template <int R, int STAGES>
 __global__ void bulk_kernel(const unsigned char* base, int64_t units) {
@@ -101,7 +103,8 @@ __global__ void bulk_kernel(const unsigned char* base, int64_t units) {
   auto issue = [&](int64_t u, int buf) {
     const int64_t tile = u / parts, part = u % parts;
     if (lane == 0)
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 16384;" ::"r"(sa(full + buf)) : "memory");
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 16384;" ::"r"(sa(full + buf))
+                   : "memory");
     __syncwarp();
     for (int j = lane; j < R; j += 32) {
       asm volatile(
@@ -118,10 +121,11 @@ __global__ void bulk_kernel(const unsigned char* base, int64_t units) {
   for (int i = 0; i < count; ++i) {
     unsigned done = 0;
     do {
-      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0,1,0,p; }"
-                   : "=r"(done)
-                   : "r"(sa(full + buf)), "r"(parity)
-                   : "memory");
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0,1,0,p; }"
+          : "=r"(done)
+          : "r"(sa(full + buf)), "r"(parity)
+          : "memory");
     } while (!done);
     acc ^= reinterpret_cast<const unsigned*>(sm + buf * 16384)[threadIdx.x * 4];
     __syncwarp();
@@ -190,7 +194,8 @@ int main() {
   CK(cudaMemset(buf, 7, kBytes));
   Timer tm;
   // copy: 512 MB each way
-  const double copy_us = tm.median_us([&] { CK(cudaMemcpyAsync(dst, dst + (1 << 29), 1 << 29, cudaMemcpyDeviceToDevice)); });
+  const double copy_us =
+      tm.median_us([&] { CK(cudaMemcpyAsync(dst, dst + (1 << 29), 1 << 29, cudaMemcpyDeviceToDevice)); });
   const double copy_gbps = 2.0 * (1 << 29) / copy_us / 1e3;
   std::printf("%s, %d SMs; copy %.0f GB/s; reading %.1f MB (floor %.1f us)\n", prop.name, sms, copy_gbps,
               kBytes / 1e6, kBytes / copy_gbps / 1e3);
@@ -202,17 +207,22 @@ int main() {
     const unsigned blocks = sms * 16 * waves / 1;
     char nm[64];
     std::snprintf(nm, sizeof nm, "lin U=4 grid %u", blocks);
-    row(nm, tm.median_us([&] { lin_kernel<4><<<blocks, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
+    row(nm,
+        tm.median_us([&] { lin_kernel<4><<<blocks, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
   }
-  row("lin U=8 grid 16/SM", tm.median_us([&] { lin_kernel<8><<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
+  row("lin U=8 grid 16/SM",
+      tm.median_us([&] { lin_kernel<8><<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
   const int64_t units = kBytes / 16384;
   {
     const int f1 = fit(unit_kernel<16>, 0);
     std::printf("unit kernel: %d blocks/SM\n", f1);
   }
-  row("unit R=16 (1 KB runs) grid", tm.median_us([&] { unit_kernel<16><<<units, kThreads>>>(buf, units, false); }));
-  row("unit R=4 (4 KB runs) grid", tm.median_us([&] { unit_kernel<4><<<units, kThreads>>>(buf, units, false); }));
-  row("unit R=1 (16 KB runs) grid", tm.median_us([&] { unit_kernel<1><<<units, kThreads>>>(buf, units, false); }));
+  row("unit R=16 (1 KB runs) grid",
+      tm.median_us([&] { unit_kernel<16><<<units, kThreads>>>(buf, units, false); }));
+  row("unit R=4 (4 KB runs) grid",
+      tm.median_us([&] { unit_kernel<4><<<units, kThreads>>>(buf, units, false); }));
+  row("unit R=1 (16 KB runs) grid",
+      tm.median_us([&] { unit_kernel<1><<<units, kThreads>>>(buf, units, false); }));
   const int pb = fit(unit_kernel<16>, 0) * sms;
   row("unit R=16 persistent", tm.median_us([&] { unit_kernel<16><<<pb, kThreads>>>(buf, units, true); }));
   row("unit R=4 persistent", tm.median_us([&] { unit_kernel<4><<<pb, kThreads>>>(buf, units, true); }));
