@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -138,7 +139,7 @@ namespace {
 
 std::string tmp(const std::string& name) {
   const std::string p = std::string(DQL_TEST_TMPDIR) + "/cli-" + name;
-  std::system(("rm -rf '" + p + "'").c_str());
+  std::filesystem::remove_all(p);
   return p;
 }
 
@@ -244,7 +245,7 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
 
 TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing two runs") {
   const std::string d = tmp("bench");
-  std::system(("mkdir -p '" + d + "'").c_str());
+  std::filesystem::create_directories(d);
   const Run r =
       run("bench --backend cpu --warm --shape 64x128 --kernel 'dequant/*int4-fp16' --timeout 0.3 --json " +
           d + "/a.json --csv " + d + "/a.csv");

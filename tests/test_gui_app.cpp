@@ -4,8 +4,6 @@
 // missing.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
-#include <stb_image.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,57 +13,27 @@
 #include <string>
 #include <vector>
 
+#include "gui_support.hpp"
+
 namespace {
 
-struct Image {
-  int w = 0, h = 0;
-  std::vector<unsigned char> px;  // RGBA
-  bool ok() const { return w > 0 && h > 0; }
-  uint32_t at(int x, int y) const {
-    const size_t i = (static_cast<size_t>(y) * static_cast<size_t>(w) + static_cast<size_t>(x)) * 4u;
-    return (uint32_t{px[i]} << 16) | (uint32_t{px[i + 1]} << 8) | px[i + 2];
-  }
-};
-
-Image load(const std::string& path) {
-  Image im;
-  int n = 0;
-  unsigned char* data = stbi_load(path.c_str(), &im.w, &im.h, &n, 4);
-  if (!data) return Image{};
-  im.px.assign(data, data + static_cast<size_t>(im.w) * static_cast<size_t>(im.h) * 4u);
-  stbi_image_free(data);
-  return im;
-}
-
-struct Run {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
+using dql::test::Image;
+using dql::test::load_png;
 
 std::string tmp(const std::string& name) { return std::string(DQL_TEST_TMPDIR) + "/gui-" + name; }
 
 // Runs the app under its own Xvfb server.
-Run app(const std::string& args) {
-  const std::string log = tmp("log.txt");
-  const std::string cmd = "xvfb-run -a -s '-screen 0 1920x1080x24' " + std::string(DQL_PROGRAM) + " " + args +
-                          " > " + log + " 2>&1";
-  Run r;
-  const int rc = std::system(cmd.c_str());
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  std::ifstream in(log);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.output = ss.str();
-  return r;
+dql::test::GuiRun app(const std::string& args) {
+  return dql::test::run_under_xvfb(DQL_PROGRAM, args, "1920x1080x24", tmp("log.txt"));
 }
 
 Image shot(const std::string& name, const std::string& args) {
   const std::string png = tmp(name + ".png");
   std::remove(png.c_str());
-  const Run r = app("--screenshot " + png + " --size 1280x800 " + args);
+  const dql::test::GuiRun r = app("--screenshot " + png + " --size 1280x800 " + args);
   INFO("app output: " << r.output);
   REQUIRE(r.status == 0);
-  Image im = load(png);
+  Image im = load_png(png);
   REQUIRE(im.ok());
   CHECK(im.w == 1280);
   CHECK(im.h == 800);
@@ -89,8 +57,6 @@ int leftmost(const Image& im, uint32_t c) {
   }
   return -1;
 }
-
-bool has(const Image& im, uint32_t c) { return leftmost(im, c) >= 0; }
 
 // The palette (app/gui/widgets.hpp), as 0xRRGGBB.
 constexpr uint32_t kSign = 0xDE4C4C, kExponent = 0x48B260, kMantissa = 0x4880DE, kGood = 0x5AC86E;
@@ -118,8 +84,8 @@ TEST_CASE("every view renders something that is not blank") {
 TEST_CASE("stepper: the input register's nibbles in the 8 element hues; the outputs match the reference") {
   const Image im = shot("stepper-hues", "--state dql:awq-int4-fp16:0xffffffff:step=0");
   // All bits set: every nibble is drawn in its element's full hue.
-  for (uint32_t c : kElement) CHECK(has(im, c));
-  CHECK(has(im, kGood));  // "all 8 outputs equal the integer reference"
+  for (uint32_t c : kElement) CHECK(im.has(c));
+  CHECK(im.has(kGood));  // "all 8 outputs equal the integer reference"
   // AWQ order, MSB left: nibble 7 holds e7, nibble 0 holds e0.
   CHECK(leftmost(im, kElement[7]) < leftmost(im, kElement[0]));
 }
@@ -131,44 +97,47 @@ TEST_CASE("stepping changes what the stepper shows") {
   CHECK(differing_pixels(a, b) > 500);
   CHECK(differing_pixels(b, c) == 0);  // the same state draws the same picture
   // Step 3 (a lop3 building f16x2 values) shows fp16 fields in their colours.
-  CHECK(has(b, kExponent));
+  CHECK(b.has(kExponent));
 }
 
 TEST_CASE("float view: sign, exponent and mantissa colours, MSB left") {
   const Image im = shot("float-fields", "--view float --script \"float.hex=0xfc01\"");
-  REQUIRE(has(im, kSign));
-  REQUIRE(has(im, kExponent));
-  REQUIRE(has(im, kMantissa));
+  REQUIRE(im.has(kSign));
+  REQUIRE(im.has(kExponent));
+  REQUIRE(im.has(kMantissa));
   CHECK(leftmost(im, kSign) < leftmost(im, kExponent));
   CHECK(leftmost(im, kExponent) < leftmost(im, kMantissa));
 }
 
 TEST_CASE("LOP3: a bad expression shows the parser's message and keeps the table") {
   const std::string png = tmp("lop3-bad.png");
-  const Run r = app("--screenshot " + png + " --size 1280x800 --view lop3 --script \"lop3.expr=a &&& b\"");
+  const dql::test::GuiRun r =
+      app("--screenshot " + png + " --size 1280x800 --view lop3 --script \"lop3.expr=a &&& b\"");
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(r.output.find("is not valid at column") != std::string::npos);
   CHECK(r.output.find("a &&& b") != std::string::npos);
-  const Image bad = load(png);
+  const Image bad = load_png(png);
   REQUIRE(bad.ok());
   const Image good = shot("lop3-good", "--view lop3");
   CHECK(differing_pixels(bad, good) > 100);  // the message is drawn
 
-  const Run ok = app("--screenshot " + png + " --view lop3 --script \"lop3.expr=a ^ b ^ c\"");
+  const dql::test::GuiRun ok = app("--screenshot " + png + " --view lop3 --script \"lop3.expr=a ^ b ^ c\"");
   CHECK(ok.output.find("the app shows") == std::string::npos);
 }
 
 TEST_CASE("stepper: a bad hex input is refused and the previous input kept") {
-  const Run bad = app("--screenshot " + tmp("hex.png") +
-                      " --state dql:awq-int4-fp16:0x76543210:step=2 --script \"stepper.hex=0x12zz\"");
+  const dql::test::GuiRun bad =
+      app("--screenshot " + tmp("hex.png") +
+          " --state dql:awq-int4-fp16:0x76543210:step=2 --script \"stepper.hex=0x12zz\"");
   INFO(bad.output);
   CHECK(bad.status == 0);
   CHECK(bad.output.find("the app shows") != std::string::npos);
   CHECK(bad.output.find("0x12zz") != std::string::npos);
   CHECK(bad.output.find("state dql:awq-int4-fp16:0x76543210:step=2") != std::string::npos);
 
-  const Run good = app("--screenshot " + tmp("hex.png") + " --script \"stepper.hex=0x12345678\"");
+  const dql::test::GuiRun good =
+      app("--screenshot " + tmp("hex.png") + " --script \"stepper.hex=0x12345678\"");
   CHECK(good.output.find("state dql:awq-int4-fp16:0x12345678") != std::string::npos);
 }
 
@@ -178,8 +147,8 @@ TEST_CASE("export: SVG of the stepper's and LOP3's bit figures, PNG of the activ
     const std::string svg = tmp(std::string(v) + ".svg"), png = tmp(std::string(v) + "-view.png");
     std::remove(svg.c_str());
     std::remove(png.c_str());
-    const Run r = app("--screenshot " + tmp("x.png") + " --size 1280x800 --view " + v +
-                      " --script \"app.svg=" + svg + ";app.view-png=" + png + "\"");
+    const dql::test::GuiRun r = app("--screenshot " + tmp("x.png") + " --size 1280x800 --view " + v +
+                                    " --script \"app.svg=" + svg + ";app.view-png=" + png + "\"");
     INFO(r.output);
     CHECK(r.status == 0);
     std::ifstream in(svg);
@@ -191,7 +160,7 @@ TEST_CASE("export: SVG of the stepper's and LOP3's bit figures, PNG of the activ
     size_t rects = 0;
     for (size_t at = doc.find("<rect"); at != std::string::npos; at = doc.find("<rect", at + 1)) ++rects;
     CHECK(rects >= 64);  // at least two 32-bit rows as cells
-    const Image view = load(png);
+    const Image view = load_png(png);
     REQUIRE(view.ok());
     CHECK(view.w < 1280);  // the view alone, without the list of views
     CHECK(view.h < 800);
@@ -203,7 +172,7 @@ TEST_CASE("export: SVG of the stepper's and LOP3's bit figures, PNG of the activ
 }
 
 TEST_CASE("command line: bad options and state tokens are refused with a sentence") {
-  Run r = app("--screenshot " + tmp("x.png") + " --view nowhere");
+  dql::test::GuiRun r = app("--screenshot " + tmp("x.png") + " --view nowhere");
   CHECK(r.status == 2);
   CHECK(r.output.find("choose one of stepper") != std::string::npos);
   r = app("--screenshot " + tmp("x.png") + " --state dql:awq-int4-fp16:0x1:step=99");
@@ -228,7 +197,7 @@ TEST_CASE("without a display: one line pointing to xvfb-run and the terminal com
 }
 
 TEST_CASE("frame report: JSON with the frame count") {
-  const Run r = app("--frame-report 20 --size 1280x800");
+  const dql::test::GuiRun r = app("--frame-report 20 --size 1280x800");
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(r.output.find("\"frames\": 20") != std::string::npos);

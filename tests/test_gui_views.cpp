@@ -3,8 +3,6 @@
 // refuses bad shapes with a sentence, and a scripted benchmark ends with its results on disk.
 // Linked into the GUI app test program (its main skips everything where xvfb-run is missing).
 #include <doctest/doctest.h>
-#include <stb_image.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,47 +12,27 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "gui_support.hpp"
 
-struct Picture {
-  int w = 0, h = 0;
-  std::vector<unsigned char> px;  // RGBA
-  bool has(uint32_t rgb) const {
-    for (size_t i = 0; i + 3 < px.size(); i += 4) {
-      if (((uint32_t{px[i]} << 16) | (uint32_t{px[i + 1]} << 8) | px[i + 2]) == rgb) return true;
-    }
-    return false;
-  }
-};
+namespace {
 
 std::string tmp(const std::string& name) { return std::string(DQL_TEST_TMPDIR) + "/views-" + name; }
 
 struct Outcome {
   int status = -1;
   std::string output;
-  Picture picture;
+  dql::test::Image picture;
 };
 
 // A scripted screenshot of one view (the app prints the error it shows and its state on stderr).
 Outcome screenshot(const std::string& view, const std::string& script) {
-  const std::string png = tmp(view + ".png"), log = tmp("log.txt");
+  const std::string png = tmp(view + ".png");
   std::remove(png.c_str());
-  const std::string cmd = "xvfb-run -a -s '-screen 0 1600x1000x24' " + std::string(DQL_PROGRAM) +
-                          " --screenshot " + png + " --size 1600x1000 --view " + view + " --script \"" +
-                          script + "\" > " + log + " 2>&1";
-  Outcome o;
-  const int rc = std::system(cmd.c_str());
-  o.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  std::ifstream in(log);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  o.output = ss.str();
-  int n = 0;
-  if (unsigned char* d = stbi_load(png.c_str(), &o.picture.w, &o.picture.h, &n, 4)) {
-    o.picture.px.assign(d, d + static_cast<size_t>(o.picture.w) * static_cast<size_t>(o.picture.h) * 4u);
-    stbi_image_free(d);
-  }
-  return o;
+  const dql::test::GuiRun r = dql::test::run_under_xvfb(
+      DQL_PROGRAM,
+      "--screenshot " + png + " --size 1600x1000 --view " + view + " --script \"" + script + "\"",
+      "1600x1000x24", tmp("log.txt"));
+  return Outcome{r.status, r.output, dql::test::load_png(png)};
 }
 
 // The ends of the heatmap shader's ramp (shaders/heatmap.frag) and the palette's "good" green.

@@ -32,7 +32,7 @@ std::string fixture() {
   return s.str();
 }
 
-const sass::Function& function_named(const sass::Listing& l, const std::string& name) {
+const sass::Function& function_named(const sass::Listing& l, const char* name) {
   for (const auto& f : l.functions)
     if (f.name == name) return f;
   FAIL("no function " << name);

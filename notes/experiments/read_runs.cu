@@ -82,6 +82,16 @@ __device__ __forceinline__ uint32_t sa(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+__device__ __forceinline__ void wait_parity(uint64_t* bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0,1,0,p; }"
+                 : "=r"(done)
+                 : "r"(sa(bar)), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
 template <int R, int STAGES>
 __global__ void bulk_kernel(const unsigned char* base, int64_t units) {
   constexpr int64_t P = 16384 / R;
@@ -119,25 +129,12 @@ __global__ void bulk_kernel(const unsigned char* base, int64_t units) {
   unsigned acc = 0, parity = 0;
   int buf = 0;
   for (int i = 0; i < count; ++i) {
-    unsigned done = 0;
-    do {
-      asm volatile(
-          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0,1,0,p; }"
-          : "=r"(done)
-          : "r"(sa(full + buf)), "r"(parity)
-          : "memory");
-    } while (!done);
+    wait_parity(full + buf, parity);
     acc ^= reinterpret_cast<const unsigned*>(sm + buf * 16384)[threadIdx.x * 4];
     __syncwarp();
     if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(sa(empty + buf)) : "memory");
     if (warp == 0 && i + STAGES < count) {
-      do {
-        asm volatile(
-            "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0,1,0,p; }"
-            : "=r"(done)
-            : "r"(sa(empty + buf)), "r"(parity)
-            : "memory");
-      } while (!done);
+      wait_parity(empty + buf, parity);
       issue(ub + i + STAGES, buf);
     }
     if (++buf == STAGES) buf = 0, parity ^= 1u;
