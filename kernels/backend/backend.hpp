@@ -19,6 +19,7 @@ struct DeviceInfo {
   std::string backend;  // "cuda" or "cpu"
   std::string name;     // GPU or CPU model
   int cc_major = 0, cc_minor = 0;
+  int cc() const { return 10 * cc_major + cc_minor; }  // compute capability as one number: 90 for 9.0
   int sms = 0;              // streaming multiprocessors (GPU) or hardware threads (CPU)
   size_t memory_bytes = 0;  // total device memory
   size_t free_bytes = 0;    // free when asked

@@ -140,8 +140,9 @@ class CudaBenchTarget final : public BenchTarget {
             alloc<float>(groups)};
         uint32_t* words = alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
         uint16_t* scales = alloc<uint16_t>(groups);
-        const int cc = 10 * dev.cc_major + dev.cc_minor;
-        launch_ = [this, words, scales, cc] { check(cuda::fast_quant_plain(q_, words, scales, cc, false)); };
+        launch_ = [this, words, scales, cc = dev.cc()] {
+          check(cuda::fast_quant_plain(q_, words, scales, cc, false));
+        };
         break;
       }
       case BenchKind::Gemv: {
@@ -181,7 +182,7 @@ class CudaBenchTarget final : public BenchTarget {
         gemv_.workspace = alloc<uint8_t>(ws);
         check(cudaMemset(gemv_.workspace, 0, ws), "clearing the GEMV workspace");
         gemv_.sms = dev.sms;
-        gemv_.cc = 10 * dev.cc_major + dev.cc_minor;
+        gemv_.cc = dev.cc();
         launch_ = [this] { check(cuda::gemv_run(gemv_, false)); };
         break;
       }
@@ -285,7 +286,7 @@ class CudaBackend final : public Backend {
     if (awq) {
       check(cuda::launch_quant(qa));  // asymmetric: codes and zeros, packed below
     } else {
-      check(cuda::fast_quant_plain(qa, plain.get(), scales.get(), 10 * info_.cc_major + info_.cc_minor));
+      check(cuda::fast_quant_plain(qa, plain.get(), scales.get(), info_.cc()));
     }
     QuantizedMatrix q{spec, n, k, {}, {}, {}, {}};
     if (!nf4) check_scales(spec, scales.to_host(), k);
@@ -371,7 +372,7 @@ class CudaBackend final : public Backend {
     L.y = dy.get();
     L.workspace = ws.get();
     L.sms = info_.sms;
-    L.cc = 10 * info_.cc_major + info_.cc_minor;
+    L.cc = info_.cc();
     check(cuda::gemv_run(L));
     return dy.to_host();
   }

@@ -696,8 +696,9 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
 
 namespace {
 
+// Empty, or why the cluster launch was refused (cudaLaunchKernelEx reports that by its result).
 template <Scheme S>
-void launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, int cc) {
+std::string launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, int cc) {
   const auto groups = static_cast<unsigned>(a.n * (a.k / a.group));
   const int parts = a.group > kClusterFrom && cc >= 90 ? cluster_parts(a.group) : 0;
   if (parts > 0) {
@@ -711,12 +712,15 @@ void launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* sc
     cluster.val.clusterDim.z = 1;
     cfg.attrs = &cluster;
     cfg.numAttrs = 1;
-    cudaLaunchKernelEx(&cfg, quant_wide_kernel<S, 4, true>, a, qwords, scales, parts);
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, quant_wide_kernel<S, 4, true>, a, qwords, scales, parts);
+    if (e != cudaSuccess)
+      return std::string("quantize (a cluster per group) failed on the GPU: ") + cudaGetErrorString(e);
   } else if (a.group <= kHoldAll) {
     quant_wide_kernel<S, 4, false><<<groups, wide_threads(a.group)>>>(a, qwords, scales, 1);
   } else {
     quant_wide_kernel<S, 0, false><<<groups, wide_threads(a.group)>>>(a, qwords, scales, 1);
   }
+  return {};
 }
 
 }  // namespace
@@ -730,7 +734,7 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 #define DQL_QUANT(S)                                                                                       \
   case Scheme::S:                                                                                          \
     if (wide) {                                                                                            \
-      launch_quant_wide<Scheme::S>(a, qwords, scales, cc);                                                 \
+      if (std::string e = launch_quant_wide<Scheme::S>(a, qwords, scales, cc); !e.empty()) return e;       \
     } else {                                                                                               \
       quant_segment_kernel<Scheme::S><<<blocks_for(a.n* a.k / kPerThread), kThreads>>>(a, qwords, scales); \
     }                                                                                                      \

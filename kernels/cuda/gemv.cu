@@ -119,6 +119,20 @@ __device__ __forceinline__ void write_out(const Out& o, int64_t tok, int64_t ch,
   o.y[tok * o.n + ch] = gemv::epilogue(v, b, o.epi, T);
 }
 
+// A lane's outputs of the mma accumulators: (token, channel, value) for tokens tok + 8 t and
+// tok + 8 t + 1 of channels ch0 and ch1.
+template <int NT, class Fn>
+__device__ __forceinline__ void lane_outputs(int64_t tok, int64_t ch0, int64_t ch1, const float (&acc)[NT][4],
+                                             Fn&& fn) {
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    fn(tok + 8 * t, ch0, acc[t][0]);
+    fn(tok + 8 * t + 1, ch0, acc[t][1]);
+    fn(tok + 8 * t, ch1, acc[t][2]);
+    fn(tok + 8 * t + 1, ch1, acc[t][3]);
+  }
+}
+
 // Every thread of the block calls this with the same (done, total); `each(fn)` calls fn(tok, ch,
 // value) for the thread's outputs.
 template <OutType T, class Each>
@@ -356,14 +370,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_slice_kernel(FtArgs a) {
   }
   const int64_t tok_c = tok0 + 2 * r;
   finish_tile<T>(a.out, a.sums, a.counters + seg, L, static_cast<int>(a.k / S::KSTEP), [&](auto&& fn) {
-    if (!live) return;
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      fn(tok_c + 8 * t, ch0, acc[t][0]);
-      fn(tok_c + 8 * t + 1, ch0, acc[t][1]);
-      fn(tok_c + 8 * t, ch1, acc[t][2]);
-      fn(tok_c + 8 * t + 1, ch1, acc[t][3]);
-    }
+    if (live) lane_outputs<NT>(tok_c, ch0, ch1, acc, fn);
   });
 }
 
@@ -423,11 +430,10 @@ struct BulkShape {
   }
 };
 
+#ifdef DQL_BULK_COPY
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-
-#ifdef DQL_BULK_COPY
 __device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
 }
@@ -562,15 +568,8 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
     }
     if (last) {
       const int64_t ch0 = int64_t{tile} * B::kChannels + c0, ch1 = ch0 + 8;
-      finish_tile<T>(a.out, a.sums, a.counters + tile, u - run_begin + 1, per_tile, [&](auto&& fn) {
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-          fn(2 * r + 8 * t, ch0, acc[t][0]);
-          fn(2 * r + 8 * t + 1, ch0, acc[t][1]);
-          fn(2 * r + 8 * t, ch1, acc[t][2]);
-          fn(2 * r + 8 * t + 1, ch1, acc[t][3]);
-        }
-      });
+      finish_tile<T>(a.out, a.sums, a.counters + tile, u - run_begin + 1, per_tile,
+                     [&](auto&& fn) { lane_outputs<NT>(2 * r, ch0, ch1, acc, fn); });
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
 #pragma unroll
@@ -779,13 +778,8 @@ __global__ void __launch_bounds__(kWarps * 32) online_kernel(OnlineArgs a) {
       }
     }
   }
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    write_out<T>(a.out, tok_c + 8 * t, ch0, acc[t][0]);
-    write_out<T>(a.out, tok_c + 8 * t + 1, ch0, acc[t][1]);
-    write_out<T>(a.out, tok_c + 8 * t, ch1, acc[t][2]);
-    write_out<T>(a.out, tok_c + 8 * t + 1, ch1, acc[t][3]);
-  }
+  lane_outputs<NT>(tok_c, ch0, ch1, acc,
+                   [&](int64_t tok, int64_t ch, float v) { write_out<T>(a.out, tok, ch, v); });
 }
 
 template <int WPT, OutType T>
