@@ -2,7 +2,8 @@
 // device, depending on how the reads are cut into runs? Reads the byte count of an int4
 // 28672x8192 matrix (117.4 MB) in the mixed-GEMM layout's shape (column groups of 4 channels,
 // each one contiguous stream of K/2 * 4 bytes) and reports each pattern as % of the
-// device-to-device copy measured in the same run (cold L2, median of 25).
+// device-to-device copy measured in the same run (cold L2, flushed by reading as the bench
+// engine does, median of 25).
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o read_runs notes/experiments/read_runs.cu && ./read_runs
 #include <cuda_runtime.h>
@@ -142,15 +143,29 @@ __global__ void bulk_kernel(const unsigned char* base, int64_t units) {
   if (acc == 0x12345678u) sink = acc;
 }
 
+// The flush the bench engine uses: read a buffer twice the L2's size, so the L2 holds clean
+// lines. Writing the buffer instead (cudaMemsetAsync, `dirty`) leaves dirty lines whose
+// write-back lands inside the timed kernel.
+__global__ void flush_read(const uint4* p, size_t n) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const uint4 v = __ldcg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) sink = acc;
+}
+
 struct Timer {
   void* flush;
   size_t flush_bytes;
+  bool dirty = false;
   cudaEvent_t a, b;
   Timer() {
     int l2 = 0;
     CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
     flush_bytes = size_t(l2) * 4;
     CK(cudaMalloc(&flush, flush_bytes));
+    CK(cudaMemset(flush, 0, flush_bytes));
     CK(cudaEventCreate(&a));
     CK(cudaEventCreate(&b));
   }
@@ -158,7 +173,10 @@ struct Timer {
   double median_us(F f) {
     std::vector<float> t;
     for (int i = 0; i < 28; ++i) {
-      CK(cudaMemsetAsync(flush, i, flush_bytes));
+      if (dirty)
+        CK(cudaMemsetAsync(flush, i, flush_bytes));
+      else
+        flush_read<<<1024, 256>>>(static_cast<const uint4*>(flush), flush_bytes / 16);
       CK(cudaEventRecord(a));
       f();
       CK(cudaEventRecord(b));
@@ -238,5 +256,10 @@ int main() {
   bulk(bulk_kernel<1, 2>, 2, "bulk R=1 2 stages");
   bulk(bulk_kernel<16, 4>, 4, "bulk R=16 4 stages");
   bulk(bulk_kernel<1, 4>, 4, "bulk R=1 4 stages");
+  // The same two patterns after a flush by writing, for comparison.
+  tm.dirty = true;
+  row("dirty flush: lin U=4 grid 16/SM",
+      tm.median_us([&] { lin_kernel<4><<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
+  bulk(bulk_kernel<16, 2>, 2, "dirty flush: bulk R=16 2 stages");
   return 0;
 }
