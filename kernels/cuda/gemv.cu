@@ -488,20 +488,17 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
       "l"(src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
 }
-#endif
-
 // Tokens tok and tok + 1 of one channel in the [N, M] workspace (p points at tok): one vector
 // reduction where both exist and the pair is 8-byte aligned (M even), else one add each.
 __device__ __forceinline__ void token_pair_add(float* p, int64_t tok, int64_t m, float v0, float v1) {
-#ifdef DQL_BULK_COPY
   if (tok + 1 < m && m % 2 == 0) {
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v0), "f"(v1) : "memory");
     return;
   }
-#endif
   if (tok < m) atomicAdd(p, v0);
   if (tok + 1 < m) atomicAdd(p + 1, v1);
 }
+#endif
 
 struct BulkArgs : FtIo {
   int64_t units;  // tiles * units per tile
@@ -613,13 +610,13 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
         finish_tile<T>(a.out, a.sums, a.counters + tile, done, per_tile, each);
       } else {
         // Two token tiles: 8 partial sums a lane, in pairs of neighbouring tokens (measured
-        // 10% faster at M = 16 than 8 scalar adds; at M <= 8 the scalar form was faster).
+        // 10% faster at M = 16 than 8 scalar adds; with one token tile this form measured slower).
         const auto add = [&] {
 #pragma unroll
           for (int t = 0; t < NT; ++t) {
             const int64_t tok = 2 * r + 8 * t;
-            token_pair_add(a.sums + ch0 * a.m + tok, tok, a.m, acc[t][0], acc[t][1]);
-            token_pair_add(a.sums + ch1 * a.m + tok, tok, a.m, acc[t][2], acc[t][3]);
+            token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch0), tok, a.m, acc[t][0], acc[t][1]);
+            token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch1), tok, a.m, acc[t][2], acc[t][3]);
           }
         };
         finish_tile_with<T>(a.out, a.sums, a.counters + tile, done, per_tile, each, add, ChannelMajorSums{});
