@@ -135,16 +135,11 @@ __device__ __forceinline__ void lane_outputs(int64_t tok, int64_t ch0, int64_t c
 }
 
 // Where the partial sum of (token, channel) lives in the workspace: [M, N] by default; [N, M]
-// for the copy-engine form with two token tiles, whose lanes hold neighbouring tokens of one
-// channel and add them by one vector reduction (token_pair_add).
+// (ChannelMajorSums, with the copy-engine form) for two token tiles, whose lanes hold
+// neighbouring tokens of one channel and add them by one vector reduction (token_pair_add).
 struct RowMajorSums {
   __device__ __forceinline__ int64_t operator()(const Out& o, int64_t tok, int64_t ch) const {
     return tok * o.n + ch;
-  }
-};
-struct ChannelMajorSums {
-  __device__ __forceinline__ int64_t operator()(const Out& o, int64_t tok, int64_t ch) const {
-    return ch * o.m + tok;
   }
 };
 
@@ -488,6 +483,12 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
       "l"(src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
 }
+struct ChannelMajorSums {
+  __device__ __forceinline__ int64_t operator()(const Out& o, int64_t tok, int64_t ch) const {
+    return ch * o.m + tok;
+  }
+};
+
 // Tokens tok and tok + 1 of one channel in the [N, M] workspace (p points at tok): one vector
 // reduction where both exist and the pair is 8-byte aligned (M even), else one add each.
 __device__ __forceinline__ void token_pair_add(float* p, int64_t tok, int64_t m, float v0, float v1) {
