@@ -179,12 +179,13 @@ __device__ void finish_tile_with(const Out& o, float* sums, unsigned* counter, i
 // The [M, N] workspace, one atomic add per output.
 template <OutType T, class Each>
 __device__ void finish_tile(const Out& o, float* sums, unsigned* counter, int done, int total, Each each) {
+  const RowMajorSums at;
   const auto add = [&] {
     each([&](int64_t tok, int64_t ch, float v) {
-      if (tok < o.m) atomicAdd(sums + tok * o.n + ch, v);
+      if (tok < o.m) atomicAdd(sums + at(o, tok, ch), v);
     });
   };
-  finish_tile_with<T>(o, sums, counter, done, total, each, add, RowMajorSums{});
+  finish_tile_with<T>(o, sums, counter, done, total, each, add, at);
 }
 
 // ---- W4A16 / W8A16 on the mixed-GEMM layout, tensor cores --------------------------------------
