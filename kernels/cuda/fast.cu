@@ -387,13 +387,24 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- quant, wider groups: one block per group, or a cluster of blocks per group -------------
 
-// The block size grows with the group (about four passes of 8 elements per thread, 64 to 1024
-// threads), which keeps the rows in flight few enough that the second read finds them in L2.
+// Groups up to kHoldAll are held in registers whole (a block of up to 256 threads of 4 runs each,
+// the block growing with the group). Wider ones are read twice, each thread kTwiceBatch runs at a
+// time with their loads issued together; the first read asks the L2 to keep the lines
+// (evict_last), the second streams them out. A multiprocessor runs 1024 such threads, in blocks
+// of 256, 512 or 1024 (twice_threads): the smallest whose rows in flight (a row a block) take at
+// most 70% of the L2, so that the second read still finds them. Measured at K = 28672
+// (notes/performance.md, q3): holding the groups 62% of the copy; reading twice one run at a
+// time 89% (H100) / 67% (H200); in batches of four, kept in L2, in blocks sized to it 95% / 75%.
 constexpr int kWideMax = 1024;
-// Groups up to this size are held in registers whole (at most 256 threads of 4 runs each);
-// wider ones are read twice: holding them would take so many registers that too few rows stay
-// in flight (measured: 90% of copy at K = 8192 held, 62% at K = 28672 held, 77% read twice).
 constexpr int kHoldAll = 8192;
+constexpr int kTwiceBatch = 4;
+int twice_threads(int64_t group, int sms, int l2_bytes) {
+  for (int threads : {256, 512}) {
+    const double in_flight = static_cast<double>(sms) * (kWideMax / threads) * static_cast<double>(group) * 4;
+    if (in_flight <= 0.7 * l2_bytes) return threads;
+  }
+  return kWideMax;
+}
 int wide_threads(int group) {
   const int t = (group / 8 / 4 + 31) / 32 * 32;
   return t < 64 ? 64 : (t > kWideMax ? kWideMax : t);
@@ -413,6 +424,22 @@ int cluster_parts(int64_t group) {
     if (group % (8 * p) == 0 && group / p <= kHoldAll) return p;
   }
   return 0;
+}
+
+// A load whose line the L2 should keep for a second read soon (evict_last; compute capability 8.0
+// and newer, elsewhere an ordinary load cached in L2).
+__device__ __forceinline__ float4 load_keep(const float4* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float4 v;
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+#else
+  return __ldcg(p);
+#endif
 }
 
 template <Scheme S, int kHeld, bool kCluster>
@@ -436,8 +463,8 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
   const float4* src = reinterpret_cast<const float4*>(a.w) + 2 * first8;
   // Values read once are streamed (evict first); values read twice are kept in L2 the first time.
   const auto load = [&](int64_t i, float(&x)[8], bool again_later) {
-    const float4 p = again_later ? __ldcg(src + 2 * i) : __ldcs(src + 2 * i);
-    const float4 q = again_later ? __ldcg(src + 2 * i + 1) : __ldcs(src + 2 * i + 1);
+    const float4 p = again_later ? load_keep(src + 2 * i) : __ldcs(src + 2 * i);
+    const float4 q = again_later ? load_keep(src + 2 * i + 1) : __ldcs(src + 2 * i + 1);
     x[0] = p.x, x[1] = p.y, x[2] = p.z, x[3] = p.w, x[4] = q.x, x[5] = q.y, x[6] = q.z, x[7] = q.w;
   };
   float held[kHeld > 0 ? kHeld : 1][8] = {};
@@ -449,11 +476,20 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
 #pragma unroll
     for (int e = 0; e < 8; ++e) amax = quant::max_abs(amax, held[h][e]);
   }
-  for (int64_t i = threadIdx.x + static_cast<int64_t>(kHeld) * kThreads; i < count8; i += kThreads) {
-    float x[8];
-    load(i, x, true);
+  // The runs read twice, kBatch a thread at a time with their loads issued together.
+  constexpr int kBatch = kHeld == 0 ? kTwiceBatch : 1;
+  const int64_t rest = static_cast<int64_t>(kHeld) * kThreads;
+  for (int64_t i0 = threadIdx.x + rest; i0 < count8; i0 += kBatch * kThreads) {
+    float x[kBatch][8] = {};  // zeros beyond the group leave the maximum alone
 #pragma unroll
-    for (int e = 0; e < 8; ++e) amax = quant::max_abs(amax, x[e]);
+    for (int b = 0; b < kBatch; ++b) {
+      if (i0 + b * kThreads < count8) load(i0 + b * kThreads, x[b], true);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) amax = quant::max_abs(amax, x[b][e]);
+    }
   }
   for (int off = 16; off > 0; off /= 2) {
     const float o = __shfl_xor_sync(0xFFFFFFFFu, amax, off);
@@ -509,10 +545,16 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
     const int64_t i = threadIdx.x + static_cast<int64_t>(h) * kThreads;
     if (i < count8) emit(i, held[h]);
   }
-  for (int64_t i = threadIdx.x + static_cast<int64_t>(kHeld) * kThreads; i < count8; i += kThreads) {
-    float x[8];
-    load(i, x, false);
-    emit(i, x);
+  for (int64_t i0 = threadIdx.x + rest; i0 < count8; i0 += kBatch * kThreads) {
+    float x[kBatch][8];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (i0 + b * kThreads < count8) load(i0 + b * kThreads, x[b], false);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      if (i0 + b * kThreads < count8) emit(i0 + b * kThreads, x[b]);
+    }
   }
   if (threadIdx.x == 0 && part == 0) {
     if constexpr (S == Scheme::Nf4) {
@@ -718,7 +760,11 @@ std::string launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint1
   } else if (a.group <= kHoldAll) {
     quant_wide_kernel<S, 4, false><<<groups, wide_threads(a.group)>>>(a, qwords, scales, 1);
   } else {
-    quant_wide_kernel<S, 0, false><<<groups, wide_threads(a.group)>>>(a, qwords, scales, 1);
+    int dev = 0, sms = 0, l2 = 0;
+    cudaGetDevice(&dev);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
+    quant_wide_kernel<S, 0, false><<<groups, twice_threads(a.group, sms, l2)>>>(a, qwords, scales, 1);
   }
   return {};
 }

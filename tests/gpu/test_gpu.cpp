@@ -15,9 +15,11 @@
 #include "../gemv_cases.hpp"
 #include "gpu_kernels.hpp"
 #include "kernels/backend/backend.hpp"
+#include "kernels/backend/host_steps.hpp"
 #include "kernels/bits/arith.hpp"
 #include "kernels/bits/lop3.hpp"
 #include "kernels/bits/prmt.hpp"
+#include "kernels/cuda/gemv.hpp"
 #include "kernels/recipes/catalog.hpp"
 
 using namespace dql;
@@ -264,16 +266,17 @@ TEST_CASE(
 
 TEST_CASE("whole matrices: one scale per channel over any K, and NF4 blocks, quantize as the CPU twin does") {
   // Per-channel groups take the wide kernels: short rows that are not a power of two, rows held
-  // in one block, rows read twice, and rows over 32768 split over a cluster of 5 or 7 blocks
-  // (compute capability 9.0; read twice elsewhere, and where no split divides evenly: K = 32792,
-  // 4099 runs of 8).
+  // in one block, rows read twice in batches of runs (a last batch cut short: K = 8200, 8248,
+  // 28672; more rows than multiprocessors: 300 x 16384), and rows over 32768 split over a
+  // cluster of 5 or 7 blocks (compute capability 9.0; read twice elsewhere, and where no split
+  // divides evenly: K = 32792, 4099 runs of 8).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using quant::Layout;
   using quant::Scheme;
-  const std::pair<int64_t, int64_t> shapes[] = {{16, 8},    {16, 24},   {16, 96},   {8, 200},
-                                                {8, 8192},  {8, 8248},  {8, 16384}, {6, 28672},
-                                                {4, 40960}, {2, 57344}, {2, 32792}};
+  const std::pair<int64_t, int64_t> shapes[] = {{16, 8},    {16, 24},     {16, 96},   {8, 200},   {8, 8192},
+                                                {8, 8248},  {8, 16384},   {6, 28672}, {4, 40960}, {2, 57344},
+                                                {2, 32792}, {300, 16384}, {150, 8200}};
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(7 * n + k), n, k);
     std::vector<QuantSpec> specs = {{Scheme::Int8Sym, Layout::Plain, static_cast<int>(k)},
