@@ -427,8 +427,9 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // warps go on to the next stage). Scales come with the stage: a separate load of them, even
 // one unit ahead, waited behind the copies in flight and set the pace. The grid is persistent
 // (as many blocks as fit) and each block takes an equal run of units, across tile boundaries;
-// a run that starts or ends inside a tile meets the other blocks' sums in the workspace
-// (finish_tile). Needs compute capability 9.0; M up to 16.
+// a run that starts or ends inside a tile meets the other blocks' sums in the workspace, settled
+// by a second kernel (settle_kernel) or, where each block has only a few units, by the last
+// block to finish the tile (finish_tile). Needs compute capability 9.0; M up to 16.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
 #endif
@@ -506,9 +507,10 @@ struct BulkArgs : FtIo {
   int64_t units;  // tiles * units per tile
 };
 
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT>
 __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
 #ifdef DQL_BULK_COPY
+  if constexpr (SPLIT) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   using S = FtShape<BITS, WPT>;
   using B = BulkShape<BITS, WPT>;
   using W = Words<WPT>;
@@ -604,7 +606,16 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
       }
       if (--left == 0) ++gi, left = spg;
     }
-    if (last) {
+    if (last && SPLIT) {
+      const int64_t ch0 = int64_t{tile} * B::kChannels + c0, ch1 = ch0 + 8;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int64_t tok = 2 * r + 8 * t;
+        token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch0), tok, a.m, acc[t][0], acc[t][1]);
+        token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch1), tok, a.m, acc[t][2], acc[t][3]);
+        acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+      }
+    } else if (last) {
       const int64_t ch0 = int64_t{tile} * B::kChannels + c0, ch1 = ch0 + 8;
       const auto each = [&](auto&& fn) { lane_outputs<NT>(2 * r, ch0, ch1, acc, fn); };
       const int done = u - run_begin + 1;
@@ -664,16 +675,64 @@ int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
   return v;
 }
 
+constexpr int kBulkTokens = 16;  // the copy-engine form's largest M
+constexpr int kSettleFrom = 4;   // units per block from which split tiles meet in settle_kernel
+
+// Split tiles settled by a second kernel: the product kernel adds every block's partial sums into
+// the [N, M] workspace (reductions only: no fence, no arrival counter, no block waits), and this
+// kernel, launched as its programmatic dependent (scheduled early, it waits at
+// griddepcontrol.wait until the product has finished and its writes are visible), turns them
+// into outputs and leaves the workspace zero for the next call. A thread per channel reads its
+// M sums together.
+template <OutType T>
+__global__ void __launch_bounds__(256) settle_kernel(Out o, float* sums) {
+#ifdef DQL_BULK_COPY
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (ch >= o.n) return;
+  float* p = sums + ch * o.m;
+  const int m = static_cast<int>(o.m);
+  float v[kBulkTokens];
+#pragma unroll
+  for (int t = 0; t < kBulkTokens; ++t) v[t] = t < m ? __ldcg(p + t) : 0.0f;
+#pragma unroll
+  for (int t = 0; t < kBulkTokens; ++t) {
+    if (t < m) {
+      p[t] = 0.0f;
+      write_out<T>(o, t, ch, v[t]);
+    }
+  }
+#endif
+}
+
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
 std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
   using B = BulkShape<BITS, WPT>;
   const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU)};  // bulk_fits: under 2^31
   const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
-  const auto kernel = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT>;
-  static Fit fit;
-  const int per_sm = bulk_blocks_per_sm(fit, kernel, smem);
-  const int64_t blocks = std::min<int64_t>(a.units, int64_t{per_sm} * L.sms);
-  kernel<<<static_cast<unsigned>(blocks), kSliceWarps * 32, smem>>>(a);
+  // Split tiles meet through a second kernel (settle_kernel) where the blocks have several units
+  // each; with fewer, the last block of each tile settles it (measured, notes/performance.md, w7).
+  static Fit fit_settled, fit_fenced;
+  const auto settled = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, true>;
+  const auto fenced = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, false>;
+  int64_t blocks =
+      std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_settled, settled, smem)} * L.sms);
+  if (a.units < kSettleFrom * blocks) {
+    blocks = std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_fenced, fenced, smem)} * L.sms);
+    fenced<<<static_cast<unsigned>(blocks), kSliceWarps * 32, smem>>>(a);
+    return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
+  }
+  settled<<<static_cast<unsigned>(blocks), kSliceWarps * 32, smem>>>(a);
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>((a.n + 255) / 256));
+  cfg.blockDim = dim3(256);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (const cudaError_t e = cudaLaunchKernelEx(&cfg, settle_kernel<T>, a.out, a.sums); e != cudaSuccess)
+    return std::string("the GEMV's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
   return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
 }
 
@@ -682,7 +741,7 @@ template <int BITS, int WPT>
 bool bulk_fits(const GemvLaunch& L) {
   using B = BulkShape<BITS, WPT>;
   using S = FtShape<BITS, WPT>;
-  return L.cc >= 90 && L.p.m <= 16 && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
+  return L.cc >= 90 && L.p.m <= kBulkTokens && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
          L.w.group % S::KSTEP == 0 && (L.w.n / B::kChannels) <= kMaxCounters &&
          (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
 }

@@ -1,6 +1,7 @@
 // The GPU suite: the primitives and every recipe compiled for the device must give the host's
 // bits, on 2^26 inputs each. Without a GPU it says so and reports itself skipped (exit 77).
 #define DOCTEST_CONFIG_IMPLEMENT
+#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -321,6 +322,69 @@ TEST_CASE("verify: every recipe on all 2^32 registers") {
                 r.seconds);
     CHECK(r.exhaustive);
     CHECK(r.mismatches == 0);
+  }
+}
+
+TEST_CASE("gemv: one workspace serves call after call (the kernels leave it zero)") {
+  // The benchmark runs a product hundreds of times on one workspace: every call must find it
+  // zero and leave it so, or the second product would carry the first one's partial sums. On
+  // compute capability 9.0, 4096 x 4096 has the last block of each tile settle it and 8192 x 8192
+  // a second kernel settle them all (a block's share of units decides).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using recipes::OutType;
+  for (const int64_t n : {4096, 8192}) {
+    const int64_t k = n;
+    const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
+    const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+    const auto upload = [](const auto& v) {
+      void* p = nullptr;
+      REQUIRE(cudaMalloc(&p, std::max<size_t>(v.size() * sizeof(v[0]), 4)) == cudaSuccess);
+      if (!v.empty())
+        REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(v[0]), cudaMemcpyHostToDevice) == cudaSuccess);
+      return p;
+    };
+    std::vector<void*> owned;
+    const auto keep = [&](void* p) { return owned.push_back(p), p; };
+    gemv::Weights dw = weights_of(q);
+    dw.q = static_cast<const uint32_t*>(keep(upload(q.qwords)));
+    dw.scales = static_cast<const uint16_t*>(keep(upload(q.scales)));
+    for (int64_t m : {1, 9, 16}) {
+      CAPTURE(n);
+      CAPTURE(m);
+      gemv::Epilogue epi;
+      epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
+      const GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 40 + m, epi);
+      const size_t ws_bytes = cuda::gemv_workspace_bytes(dw, m);
+      void* ws = keep(upload(std::vector<uint8_t>(ws_bytes, 0)));
+      void* y = keep(upload(std::vector<uint16_t>(static_cast<size_t>(m * n), 0)));
+      cuda::GemvLaunch L{};
+      L.w = dw;
+      L.p = gemv::Problem{r.path,
+                          r.dtype,
+                          m,
+                          static_cast<const uint16_t*>(keep(upload(r.x))),
+                          static_cast<const uint16_t*>(keep(upload(r.bias))),
+                          r.epi};
+      L.y = static_cast<uint16_t*>(y);
+      L.workspace = ws;
+      cudaDeviceProp prop{};
+      REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+      L.sms = prop.multiProcessorCount;
+      L.cc = 10 * prop.major + prop.minor;
+      const auto ref = test::reference(*cpu, q, r);
+      for (int call = 0; call < 3; ++call) {
+        CAPTURE(call);
+        REQUIRE(cuda::gemv_run(L).empty());
+        std::vector<uint16_t> out(static_cast<size_t>(m * n));
+        REQUIRE(cudaMemcpy(out.data(), y, out.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(gemv::compare(out, ref, OutType::F16).rel_l2 < 1e-3);
+        std::vector<uint8_t> left(ws_bytes);
+        REQUIRE(cudaMemcpy(left.data(), ws, ws_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(std::count(left.begin(), left.end(), uint8_t{0}) == static_cast<std::ptrdiff_t>(ws_bytes));
+      }
+    }
+    for (void* p : owned) cudaFree(p);
   }
 }
 
