@@ -140,8 +140,8 @@ class CudaBenchTarget final : public BenchTarget {
             alloc<float>(groups)};
         uint32_t* words = alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
         uint16_t* scales = alloc<uint16_t>(groups);
-        launch_ = [this, words, scales, cc = dev.cc()] {
-          check(cuda::fast_quant_plain(q_, words, scales, cc, false));
+        launch_ = [this, words, scales, d = cuda::QuantDevice{dev.cc(), dev.sms, dev.l2_bytes}] {
+          check(cuda::fast_quant_plain(q_, words, scales, d, false));
         };
         break;
       }
@@ -286,7 +286,7 @@ class CudaBackend final : public Backend {
     if (awq) {
       check(cuda::launch_quant(qa));  // asymmetric: codes and zeros, packed below
     } else {
-      check(cuda::fast_quant_plain(qa, plain.get(), scales.get(), info_.cc()));
+      check(cuda::fast_quant_plain(qa, plain.get(), scales.get(), {info_.cc(), info_.sms, info_.l2_bytes}));
     }
     QuantizedMatrix q{spec, n, k, {}, {}, {}, {}};
     if (!nf4) check_scales(spec, scales.to_host(), k);

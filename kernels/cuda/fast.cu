@@ -398,10 +398,10 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kWideMax = 1024;
 constexpr int kHoldAll = 8192;
 constexpr int kTwiceBatch = 4;
-int twice_threads(int64_t group, int sms, int l2_bytes) {
+int twice_threads(int64_t group, int sms, size_t l2_bytes) {
   for (int threads : {256, 512}) {
     const double in_flight = static_cast<double>(sms) * (kWideMax / threads) * static_cast<double>(group) * 4;
-    if (in_flight <= 0.7 * l2_bytes) return threads;
+    if (in_flight <= 0.7 * static_cast<double>(l2_bytes)) return threads;
   }
   return kWideMax;
 }
@@ -740,9 +740,10 @@ namespace {
 
 // Empty, or why the cluster launch was refused (cudaLaunchKernelEx reports that by its result).
 template <Scheme S>
-std::string launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, int cc) {
+std::string launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales,
+                              const QuantDevice& d) {
   const auto groups = static_cast<unsigned>(a.n * (a.k / a.group));
-  const int parts = a.group > kClusterFrom && cc >= 90 ? cluster_parts(a.group) : 0;
+  const int parts = a.group > kClusterFrom && d.cc >= 90 ? cluster_parts(a.group) : 0;
   if (parts > 0) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(groups * static_cast<unsigned>(parts));
@@ -760,19 +761,16 @@ std::string launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint1
   } else if (a.group <= kHoldAll) {
     quant_wide_kernel<S, 4, false><<<groups, wide_threads(a.group)>>>(a, qwords, scales, 1);
   } else {
-    int dev = 0, sms = 0, l2 = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev);
-    quant_wide_kernel<S, 0, false><<<groups, twice_threads(a.group, sms, l2)>>>(a, qwords, scales, 1);
+    quant_wide_kernel<S, 0, false>
+        <<<groups, twice_threads(a.group, d.sms, d.l2_bytes)>>>(a, qwords, scales, 1);
   }
   return {};
 }
 
 }  // namespace
 
-std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales, int cc,
-                             bool wait) {
+std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16_t* scales,
+                             const QuantDevice& d, bool wait) {
   // The segment kernel's groups are 2 to 16 threads of 16 values inside one warp: a power of two
   // from 32 to 256. Every other group (per channel over any K) takes the wide kernel.
   const bool wide = a.group > 256 || a.group < 32 || (a.group & (a.group - 1)) != 0;
@@ -780,7 +778,7 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 #define DQL_QUANT(S)                                                                                       \
   case Scheme::S:                                                                                          \
     if (wide) {                                                                                            \
-      if (std::string e = launch_quant_wide<Scheme::S>(a, qwords, scales, cc); !e.empty()) return e;       \
+      if (std::string e = launch_quant_wide<Scheme::S>(a, qwords, scales, d); !e.empty()) return e;        \
     } else {                                                                                               \
       quant_segment_kernel<Scheme::S><<<blocks_for(a.n* a.k / kPerThread), kThreads>>>(a, qwords, scales); \
     }                                                                                                      \

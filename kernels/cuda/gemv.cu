@@ -606,33 +606,31 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
       }
       if (--left == 0) ++gi, left = spg;
     }
-    if (last && SPLIT) {
+    if (last) {
       const int64_t ch0 = int64_t{tile} * B::kChannels + c0, ch1 = ch0 + 8;
+      // The lane's partial sums into the [N, M] workspace, two neighbouring tokens of a channel
+      // at a time (with two token tiles measured 10% faster at M = 16 than 8 scalar adds).
+      const auto add_pairs = [&] {
 #pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const int64_t tok = 2 * r + 8 * t;
-        token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch0), tok, a.m, acc[t][0], acc[t][1]);
-        token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch1), tok, a.m, acc[t][2], acc[t][3]);
-        acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
-      }
-    } else if (last) {
-      const int64_t ch0 = int64_t{tile} * B::kChannels + c0, ch1 = ch0 + 8;
-      const auto each = [&](auto&& fn) { lane_outputs<NT>(2 * r, ch0, ch1, acc, fn); };
-      const int done = u - run_begin + 1;
-      if constexpr (NT == 1) {
-        finish_tile<T>(a.out, a.sums, a.counters + tile, done, per_tile, each);
+        for (int t = 0; t < NT; ++t) {
+          const int64_t tok = 2 * r + 8 * t;
+          token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch0), tok, a.m, acc[t][0], acc[t][1]);
+          token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch1), tok, a.m, acc[t][2], acc[t][3]);
+        }
+      };
+      if constexpr (SPLIT) {
+        add_pairs();  // settle_kernel turns them into outputs
       } else {
-        // Two token tiles: 8 partial sums a lane, in pairs of neighbouring tokens (measured
-        // 10% faster at M = 16 than 8 scalar adds; with one token tile this form measured slower).
-        const auto add = [&] {
-#pragma unroll
-          for (int t = 0; t < NT; ++t) {
-            const int64_t tok = 2 * r + 8 * t;
-            token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch0), tok, a.m, acc[t][0], acc[t][1]);
-            token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch1), tok, a.m, acc[t][2], acc[t][3]);
-          }
-        };
-        finish_tile_with<T>(a.out, a.sums, a.counters + tile, done, per_tile, each, add, ChannelMajorSums{});
+        const auto each = [&](auto&& fn) { lane_outputs<NT>(2 * r, ch0, ch1, acc, fn); };
+        const int done = u - run_begin + 1;
+        if constexpr (NT == 1) {
+          // One token tile: the [M, N] workspace, one add per output (the pair form measured
+          // slower here).
+          finish_tile<T>(a.out, a.sums, a.counters + tile, done, per_tile, each);
+        } else {
+          finish_tile_with<T>(a.out, a.sums, a.counters + tile, done, per_tile, each, add_pairs,
+                              ChannelMajorSums{});
+        }
       }
 #pragma unroll
       for (int t = 0; t < NT; ++t) {

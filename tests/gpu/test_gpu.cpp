@@ -330,9 +330,11 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave it zero
   // zero and leave it so, or the second product would carry the first one's partial sums. On
   // compute capability 9.0, 4096 x 4096 has the last block of each tile settle it and 8192 x 8192
   // a second kernel settle them all (a block's share of units decides).
-  auto gpu = open_gpu();
+  auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
   for (const int64_t n : {4096, 8192}) {
     const int64_t k = n;
     const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
@@ -368,8 +370,6 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave it zero
                           r.epi};
       L.y = static_cast<uint16_t*>(y);
       L.workspace = ws;
-      cudaDeviceProp prop{};
-      REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
       L.sms = prop.multiProcessorCount;
       L.cc = 10 * prop.major + prop.minor;
       const auto ref = test::reference(*cpu, q, r);
