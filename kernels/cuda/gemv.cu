@@ -423,9 +423,11 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // layout (1 KB for int4 with group 128), the scale rows of the groups the unit touches and the
 // unit's rows of X. Lanes of warp 0 issue one bulk copy (cp.async.bulk) per run and row into a
 // ring of stages; a stage's `full` mbarrier completes when its bytes have landed, its `empty`
-// one when all four warps are done with it, and only then does warp 0 refill it (the other
-// warps go on to the next stage). Scales come with the stage: a separate load of them, even
-// one unit ahead, waited behind the copies in flight and set the pace. The grid is persistent
+// one when every lane of the four warps is done with it (each lane arrives: one arrival a warp
+// after __syncwarp left compute-sanitizer's racecheck seeing the other lanes' reads unordered
+// with the refill), and only then does warp 0 refill it (the other warps go on to the next
+// stage). Scales come with the stage: a separate load of them, even one unit ahead, waited
+// behind the copies in flight and set the pace. The grid is persistent
 // (as many blocks as fit) and each block takes an equal run of units, across tile boundaries;
 // a run that starts or ends inside a tile meets the other blocks' sums in the workspace, settled
 // by a second kernel (settle_kernel) or, where each block has only a few units, by the last
@@ -519,7 +521,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
   const int rows = static_cast<int>(a.m);
   const int stage_bytes = static_cast<int>(B::stage_bytes(a.m));
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + B::kStages * stage_bytes);  // the stage has arrived
-  uint64_t* empty = full + B::kStages;  // every warp is done with it
+  uint64_t* empty = full + B::kStages;  // every lane is done with it
   // Unit and step indices fit in 32 bits (the launcher checks): no 64-bit division in the loop.
   const int per_tile = static_cast<int>(a.k / B::KU);
   const int u_begin = static_cast<int>(a.units * blockIdx.x / gridDim.x);
@@ -531,7 +533,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
   if (threadIdx.x == 0) {
     for (int i = 0; i < B::kStages; ++i) {
       mbar_init(full + i, 1);
-      mbar_init(empty + i, kSliceWarps);
+      mbar_init(empty + i, kSliceWarps * 32);
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
@@ -639,9 +641,9 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
       }
       run_begin = u + 1;
     }
-    // Each warp releases the stage; warp 0 refills it once all four have (the others go on).
-    __syncwarp();
-    if (lane == 0) mbar_arrive(empty + buf);
+    // Every lane releases the stage after its last read of it; warp 0 refills it once all 128
+    // have (the others go on).
+    mbar_arrive(empty + buf);
     if (warp == 0 && i + B::kStages < count) {
       mbar_wait(empty + buf, parity);
       issue(u + B::kStages, buf);
