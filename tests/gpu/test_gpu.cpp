@@ -265,6 +265,44 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("whole matrices: permute both ways through every kernel form, as the CPU twin does") {
+  // K / 64 = 5: a thread per tile, for both widths; 24: int4 staged (whole row segments of 8
+  // tiles), int8 not; 8: int4 staged; 16 and 128: both staged (int8: segments of 16 tiles).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  const std::pair<int64_t, int64_t> shapes[] = {{64, 320}, {8, 1536}, {12, 1024}, {36, 8192}, {20, 512}};
+  for (const auto& [n, k] : shapes) {
+    for (int bits : {4, 8}) {
+      std::vector<uint32_t> words(static_cast<size_t>(n * k * bits / 32));
+      for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint32_t>(splitmix(i + 131 * n + k));
+      const auto f = gpu->permute(bits, n, k, words, true);
+      CHECK_MESSAGE(f == cpu->permute(bits, n, k, words, true), "int", bits, " ", n, "x", k);
+      CHECK_MESSAGE(gpu->permute(bits, n, k, f, false) == words, "int", bits, " ", n, "x", k);
+      CHECK_MESSAGE(f != words, "int", bits, " ", n, "x", k);  // the layout moves values
+    }
+  }
+}
+
+TEST_CASE("whole matrices: AWQ dequant through the tiled and the per-thread kernels, as the CPU twin does") {
+  // N a multiple of 256 and K of 128: the tiled kernel (one block a 128-row tile, odd and even
+  // tile counts along K); N = 64: the per-thread kernel.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  const std::pair<int64_t, int64_t> shapes[] = {{256, 384}, {512, 1152}, {256, 256}, {768, 768},
+                                                {256, 512}, {512, 1536}, {64, 384}};
+  for (const auto& [n, k] : shapes) {
+    const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(3 * n + k), n, k);
+    for (int group : {64, 128}) {
+      const QuantSpec s{quant::Scheme::Int4Asym, quant::Layout::Awq, group};
+      const QuantizedMatrix a = cpu->quantize(w, s);
+      for (auto r : recipes_for(s)) {
+        CHECK_MESSAGE(gpu->dequantize(a, r) == cpu->dequantize(a, r), recipes::spec_of(r).name, " ", n, "x",
+                      k, " group ", group);
+      }
+    }
+  }
+}
+
 TEST_CASE("whole matrices: one scale per channel over any K, and NF4 blocks, quantize as the CPU twin does") {
   // Per-channel groups take the wide kernels: short rows that are not a power of two, rows held
   // in one block, rows read twice in batches of runs (a last batch cut short: K = 8200, 8248,
