@@ -928,6 +928,7 @@ std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // groups; slices meet in the workspace (finish_tile). Up to 4 tokens per pass (grid.z).
 constexpr int kAwqThreads = 128;
 constexpr int kAwqTokens = 4;
+constexpr int kAwqRows = 16;  // rows of K whose words a thread loads together
 
 struct AwqArgs {
   const uint32_t* q;
@@ -954,8 +955,9 @@ __global__ void __launch_bounds__(kAwqThreads) awq_kernel(AwqArgs a) {
     const uint32_t zin[2] = {__ldg(a.zeros + gi * cols + c), 0u};
     recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
     float part[kAwqTokens][8] = {};
-    for (int64_t kk = gi * a.group; kk < (gi + 1) * a.group; ++kk) {
-      const uint32_t in[2] = {__ldcs(a.q + kk * cols + c), 0u};
+    // Row kk of the group, its word already loaded: the 8 products of every token.
+    const auto row = [&](int64_t kk, uint32_t word) {
+      const uint32_t in[2] = {word, 0u};
       uint32_t h[4];
       recipes::run_plain(recipes::RecipeId::AwqInt4F16, in, h);
       float wv[8];
@@ -972,7 +974,19 @@ __global__ void __launch_bounds__(kAwqThreads) awq_kernel(AwqArgs a) {
 #pragma unroll
         for (int i = 0; i < 8; ++i) part[t][i] = fmaf(xv, wv[i], part[t][i]);
       }
+    };
+    // kAwqRows rows at a time with their loads issued together (one load in flight a thread left
+    // the loop waiting on memory: notes/performance.md, g9); the sums keep the row order.
+    const int64_t k_end = (gi + 1) * a.group;
+    int64_t kk = gi * a.group;
+    for (; kk + kAwqRows <= k_end; kk += kAwqRows) {
+      uint32_t words[kAwqRows];
+#pragma unroll
+      for (int u = 0; u < kAwqRows; ++u) words[u] = __ldcs(a.q + (kk + u) * cols + c);
+#pragma unroll
+      for (int u = 0; u < kAwqRows; ++u) row(kk + u, words[u]);
     }
+    for (; kk < k_end; ++kk) row(kk, __ldcs(a.q + kk * cols + c));
     const uint4 s = __ldg(reinterpret_cast<const uint4*>(a.scales + gi * a.n + 8 * c));
     const uint32_t sw[4] = {s.x, s.y, s.z, s.w};
 #pragma unroll
@@ -1016,6 +1030,7 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // Plain layout [N, K / 8]: one warp per output channel, lanes on consecutive words (contiguous
 // rows), code-book entries by shuffle, tokens accumulated in fp32 and summed across the warp.
 constexpr int kNf4Warps = 4;
+constexpr int kNf4Words = 4;  // words a lane loads together
 
 struct Nf4Args {
   const uint32_t* q;
@@ -1036,31 +1051,43 @@ __global__ void __launch_bounds__(kNf4Warps * 32) nf4_kernel(Nf4Args a) {
   const int64_t words = a.k / 8, blocks = a.k / a.block;
   float acc[MT] = {};
   const int64_t padded = (words + 31) / 32 * 32;  // every lane takes part in every shuffle
-  for (int64_t w = lane; w < padded; w += 32) {
-    const bool live = w < words;
-    const uint32_t word = live ? __ldcs(a.q + ch * words + w) : 0u;
-    const uint32_t am = live ? __float_as_uint(__ldg(a.absmax + ch * blocks + w * 8 / a.block)) : 0u;
-    const uint32_t in[2] = {word, am};
-    uint32_t h[4];
-    recipes::Exec<WarpCodeBook> ex{book};
-    recipes::run_recipe(recipes::RecipeId::Nf4F16, ex, in, h);
-    if (!live) continue;
-    float wv[8];
+  // kNf4Words words a lane at a time, their loads issued together; each is then used in the
+  // lane's order of words, as one at a time would.
+  for (int64_t w0 = lane; w0 < padded; w0 += kNf4Words * 32) {
+    uint32_t word[kNf4Words], am[kNf4Words];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h[i]));
-      wv[2 * i] = f.x, wv[2 * i + 1] = f.y;
+    for (int u = 0; u < kNf4Words; ++u) {
+      const int64_t w = w0 + 32 * u;
+      const bool live = w < words;
+      word[u] = live ? __ldcs(a.q + ch * words + w) : 0u;
+      am[u] = live ? __float_as_uint(__ldg(a.absmax + ch * blocks + w * 8 / a.block)) : 0u;
     }
 #pragma unroll
-    for (int t = 0; t < MT; ++t) {
-      if (tok0 + t >= a.m) break;
-      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(a.x + (tok0 + t) * a.k) + w);
-      const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
+    for (int u = 0; u < kNf4Words; ++u) {
+      const int64_t w = w0 + 32 * u;
+      if (w - lane >= padded) break;  // the same for the whole warp
+      const uint32_t in[2] = {word[u], am[u]};
+      uint32_t h[4];
+      recipes::Exec<WarpCodeBook> ex{book};
+      recipes::run_recipe(recipes::RecipeId::Nf4F16, ex, in, h);
+      if (w >= words) continue;
+      float wv[8];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&xs[i]));
-        acc[t] = fmaf(f.x, wv[2 * i], acc[t]);
-        acc[t] = fmaf(f.y, wv[2 * i + 1], acc[t]);
+        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h[i]));
+        wv[2 * i] = f.x, wv[2 * i + 1] = f.y;
+      }
+#pragma unroll
+      for (int t = 0; t < MT; ++t) {
+        if (tok0 + t >= a.m) break;
+        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(a.x + (tok0 + t) * a.k) + w);
+        const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&xs[i]));
+          acc[t] = fmaf(f.x, wv[2 * i], acc[t]);
+          acc[t] = fmaf(f.y, wv[2 * i + 1], acc[t]);
+        }
       }
     }
   }

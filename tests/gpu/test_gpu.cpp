@@ -503,6 +503,35 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
   }
 }
 
+TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
+  // AWQ per channel over K = 520: 32 batches of 16 rows and 8 rows one at a time. NF4 over
+  // K = 320: 40 words a channel, so lanes past the last word still take part in the shuffles.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using quant::Layout;
+  using quant::Scheme;
+  const struct {
+    QuantSpec spec;
+    int64_t k;
+  } cases[] = {{{Scheme::Int4Asym, Layout::Awq, 520}, 520}, {{Scheme::Nf4, Layout::Plain, 64}, 320}};
+  for (const auto& c : cases) {
+    const int64_t n = 128;
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(c.k + 11), n, c.k);
+    const QuantizedMatrix q = cpu->quantize(w, c.spec);
+    for (int64_t m : {1, 5, 16}) {
+      const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, c.k,
+                                               static_cast<uint64_t>(3 * m + c.k), gemv::Epilogue{});
+      const auto ref = test::reference(*cpu, q, r);
+      const double eg = gemv::compare(gpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
+      const double ec = gemv::compare(cpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
+      std::printf("%lldx%lld scheme %d M=%lld rel err GPU %.2e CPU %.2e\n", static_cast<long long>(n),
+                  static_cast<long long>(c.k), static_cast<int>(c.spec.scheme), static_cast<long long>(m), eg,
+                  ec);
+      CHECK_MESSAGE(eg < 1e-3, "scheme ", static_cast<int>(c.spec.scheme), " M=", m);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   const std::string problem = gpu_test::device_problem();
   if (!problem.empty()) {
