@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "backend.hpp"
+#include "device_array.hpp"
 #include "host_steps.hpp"
 #include "kernels/cuda/fast.hpp"
 #include "kernels/cuda/gemv.hpp"
@@ -17,9 +18,7 @@ namespace dql {
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(fmt::format("{} failed on the GPU: {}", what, cudaGetErrorString(e)));
-}
+void check(cudaError_t e, const char* what) { check_cuda(e, what); }
 void check(const std::string& err) {
   if (!err.empty()) throw Error(err);
 }
@@ -28,6 +27,9 @@ void check(cublasStatus_t e, const char* what) {
   if (e != CUBLAS_STATUS_SUCCESS)
     throw Error(fmt::format("{} failed in cuBLAS (status {})", what, static_cast<int>(e)));
 }
+
+// What the quant launcher needs to know of the device.
+cuda::QuantDevice quant_device(const DeviceInfo& d) { return {d.cc(), d.sms, d.l2_bytes}; }
 
 // One cuBLAS handle per process, made on first use.
 cublasHandle_t cublas() {
@@ -50,36 +52,6 @@ void cublas_product(recipes::OutType t, int64_t m, int64_t n, int64_t k, const v
                      &beta, y, dt, static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "the fp16 / bf16 product");
 }
-
-// A device allocation that frees itself.
-template <class T>
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t n) : n_(n) {
-    if (n) check(cudaMalloc(reinterpret_cast<void**>(&p_), n * sizeof(T)), "cudaMalloc");
-  }
-  DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) {
-    if (n_) check(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), "copy to the GPU");
-  }
-  DeviceArray(const T* host, size_t n) : DeviceArray(n) {
-    if (n_) check(cudaMemcpy(p_, host, n_ * sizeof(T), cudaMemcpyHostToDevice), "copy to the GPU");
-  }
-  ~DeviceArray() {
-    if (p_) cudaFree(p_);
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  T* get() const { return p_; }
-  std::vector<T> to_host() const {
-    std::vector<T> h(n_);
-    if (n_) check(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), "copy from the GPU");
-    return h;
-  }
-
- private:
-  T* p_ = nullptr;
-  size_t n_;
-};
 
 // Buffers for one benchmark case on the GPU, filled on the GPU with random data; each sample is
 // timed with CUDA events around the launches, after an L2 flush when cold. The flush reads a
@@ -140,7 +112,7 @@ class CudaBenchTarget final : public BenchTarget {
             alloc<float>(groups)};
         uint32_t* words = alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
         uint16_t* scales = alloc<uint16_t>(groups);
-        launch_ = [this, words, scales, d = cuda::QuantDevice{dev.cc(), dev.sms, dev.l2_bytes}] {
+        launch_ = [this, words, scales, d = quant_device(dev)] {
           check(cuda::fast_quant_plain(q_, words, scales, d, false));
         };
         break;
@@ -286,7 +258,7 @@ class CudaBackend final : public Backend {
     if (awq) {
       check(cuda::launch_quant(qa));  // asymmetric: codes and zeros, packed below
     } else {
-      check(cuda::fast_quant_plain(qa, plain.get(), scales.get(), {info_.cc(), info_.sms, info_.l2_bytes}));
+      check(cuda::fast_quant_plain(qa, plain.get(), scales.get(), quant_device(info_)));
     }
     QuantizedMatrix q{spec, n, k, {}, {}, {}, {}};
     if (!nf4) check_scales(spec, scales.to_host(), k);

@@ -476,15 +476,19 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
 #pragma unroll
     for (int e = 0; e < 8; ++e) amax = quant::max_abs(amax, held[h][e]);
   }
-  // The runs read twice, kBatch a thread at a time with their loads issued together.
+  // The runs read twice, kBatch a thread at a time with their loads issued together (the runs
+  // past the group's end are left as they are).
   constexpr int kBatch = kHeld == 0 ? kTwiceBatch : 1;
   const int64_t rest = static_cast<int64_t>(kHeld) * kThreads;
-  for (int64_t i0 = threadIdx.x + rest; i0 < count8; i0 += kBatch * kThreads) {
-    float x[kBatch][8] = {};  // zeros beyond the group leave the maximum alone
+  const auto load_batch = [&](int64_t i0, float(&x)[kBatch][8], bool again_later) {
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      if (i0 + b * kThreads < count8) load(i0 + b * kThreads, x[b], true);
+      if (i0 + b * kThreads < count8) load(i0 + b * kThreads, x[b], again_later);
     }
+  };
+  for (int64_t i0 = threadIdx.x + rest; i0 < count8; i0 += kBatch * kThreads) {
+    float x[kBatch][8] = {};  // zeros beyond the group leave the maximum alone
+    load_batch(i0, x, true);
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
 #pragma unroll
@@ -547,10 +551,7 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
   }
   for (int64_t i0 = threadIdx.x + rest; i0 < count8; i0 += kBatch * kThreads) {
     float x[kBatch][8];
-#pragma unroll
-    for (int b = 0; b < kBatch; ++b) {
-      if (i0 + b * kThreads < count8) load(i0 + b * kThreads, x[b], false);
-    }
+    load_batch(i0, x, false);
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
       if (i0 + b * kThreads < count8) emit(i0 + b * kThreads, x[b]);

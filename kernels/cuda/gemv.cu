@@ -684,8 +684,9 @@ constexpr int kSettleFrom = 4;   // units per block from which split tiles meet 
 // griddepcontrol.wait until the product has finished and its writes are visible), turns them
 // into outputs and leaves the workspace zero for the next call. A thread per channel reads its
 // M sums together.
+constexpr int kSettleThreads = 256;
 template <OutType T>
-__global__ void __launch_bounds__(256) settle_kernel(Out o, float* sums) {
+__global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* sums) {
 #ifdef DQL_BULK_COPY
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -724,8 +725,8 @@ std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
   }
   settled<<<static_cast<unsigned>(blocks), kSliceWarps * 32, smem>>>(a);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>((a.n + 255) / 256));
-  cfg.blockDim = dim3(256);
+  cfg.gridDim = dim3(static_cast<unsigned>((a.n + kSettleThreads - 1) / kSettleThreads));
+  cfg.blockDim = dim3(kSettleThreads);
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;

@@ -16,6 +16,7 @@
 #include "../gemv_cases.hpp"
 #include "gpu_kernels.hpp"
 #include "kernels/backend/backend.hpp"
+#include "kernels/backend/device_array.hpp"
 #include "kernels/backend/host_steps.hpp"
 #include "kernels/bits/arith.hpp"
 #include "kernels/bits/lop3.hpp"
@@ -377,18 +378,11 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave it zero
     const int64_t k = n;
     const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
     const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
-    const auto upload = [](const auto& v) {
-      void* p = nullptr;
-      REQUIRE(cudaMalloc(&p, std::max<size_t>(v.size() * sizeof(v[0]), 4)) == cudaSuccess);
-      if (!v.empty())
-        REQUIRE(cudaMemcpy(p, v.data(), v.size() * sizeof(v[0]), cudaMemcpyHostToDevice) == cudaSuccess);
-      return p;
-    };
-    std::vector<void*> owned;
-    const auto keep = [&](void* p) { return owned.push_back(p), p; };
+    const DeviceArray<uint32_t> dq(q.qwords);
+    const DeviceArray<uint16_t> ds(q.scales);
     gemv::Weights dw = weights_of(q);
-    dw.q = static_cast<const uint32_t*>(keep(upload(q.qwords)));
-    dw.scales = static_cast<const uint16_t*>(keep(upload(q.scales)));
+    dw.q = dq.get();
+    dw.scales = ds.get();
     for (int64_t m : {1, 9, 16}) {
       CAPTURE(n);
       CAPTURE(m);
@@ -396,33 +390,24 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave it zero
       epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
       const GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 40 + m, epi);
       const size_t ws_bytes = cuda::gemv_workspace_bytes(dw, m);
-      void* ws = keep(upload(std::vector<uint8_t>(ws_bytes, 0)));
-      void* y = keep(upload(std::vector<uint16_t>(static_cast<size_t>(m * n), 0)));
+      const DeviceArray<uint8_t> ws(std::vector<uint8_t>(ws_bytes, 0));
+      const DeviceArray<uint16_t> y(static_cast<size_t>(m * n)), dx(r.x), db(r.bias);
       cuda::GemvLaunch L{};
       L.w = dw;
-      L.p = gemv::Problem{r.path,
-                          r.dtype,
-                          m,
-                          static_cast<const uint16_t*>(keep(upload(r.x))),
-                          static_cast<const uint16_t*>(keep(upload(r.bias))),
-                          r.epi};
-      L.y = static_cast<uint16_t*>(y);
-      L.workspace = ws;
+      L.p = gemv::Problem{r.path, r.dtype, m, dx.get(), r.bias.empty() ? nullptr : db.get(), r.epi};
+      L.y = y.get();
+      L.workspace = ws.get();
       L.sms = prop.multiProcessorCount;
       L.cc = 10 * prop.major + prop.minor;
       const auto ref = test::reference(*cpu, q, r);
       for (int call = 0; call < 3; ++call) {
         CAPTURE(call);
         REQUIRE(cuda::gemv_run(L).empty());
-        std::vector<uint16_t> out(static_cast<size_t>(m * n));
-        REQUIRE(cudaMemcpy(out.data(), y, out.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-        CHECK(gemv::compare(out, ref, OutType::F16).rel_l2 < 1e-3);
-        std::vector<uint8_t> left(ws_bytes);
-        REQUIRE(cudaMemcpy(left.data(), ws, ws_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+        CHECK(gemv::compare(y.to_host(), ref, OutType::F16).rel_l2 < 1e-3);
+        const std::vector<uint8_t> left = ws.to_host();
         CHECK(std::count(left.begin(), left.end(), uint8_t{0}) == static_cast<std::ptrdiff_t>(ws_bytes));
       }
     }
-    for (void* p : owned) cudaFree(p);
   }
 }
 
