@@ -926,9 +926,9 @@ std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
 //
 // qweight [K, N / 8]: a thread owns one word column (8 channels), consecutive threads consecutive
 // columns, so each row of K is one contiguous read per warp. Blocks split K into slices of whole
-// groups; slices meet in the workspace (finish_tile). Up to 4 tokens per pass (grid.z).
+// groups; slices meet in the workspace (finish_tile). TOK tokens per pass (grid.z): 1 for a
+// single row of X (fewer registers, more warps a multiprocessor), else 4.
 constexpr int kAwqThreads = 128;
-constexpr int kAwqTokens = 4;
 constexpr int kAwqRows = 16;  // rows of K whose words a thread loads together
 
 struct AwqArgs {
@@ -943,19 +943,20 @@ struct AwqArgs {
   unsigned* counters;
 };
 
+template <int TOK>
 __global__ void __launch_bounds__(kAwqThreads) awq_kernel(AwqArgs a) {
   const int64_t cols = a.n / 8;
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kAwqThreads + threadIdx.x;
   const bool live = c < cols;
-  const int64_t tok0 = static_cast<int64_t>(blockIdx.z) * kAwqTokens;
+  const int64_t tok0 = static_cast<int64_t>(blockIdx.z) * TOK;
   const int64_t g_begin = static_cast<int64_t>(blockIdx.y) * a.groups_per_slice;
   const int64_t g_end = min(a.k / a.group, g_begin + a.groups_per_slice);
-  float acc[kAwqTokens][8] = {};
+  float acc[TOK][8] = {};
   for (int64_t gi = g_begin; gi < g_end && live; ++gi) {
     uint32_t z[4];
     const uint32_t zin[2] = {__ldg(a.zeros + gi * cols + c), 0u};
     recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
-    float part[kAwqTokens][8] = {};
+    float part[TOK][8] = {};
     // Row kk of the group, its word already loaded: the 8 products of every token.
     const auto row = [&](int64_t kk, uint32_t word) {
       const uint32_t in[2] = {word, 0u};
@@ -969,7 +970,7 @@ __global__ void __launch_bounds__(kAwqThreads) awq_kernel(AwqArgs a) {
         wv[2 * i] = f.x, wv[2 * i + 1] = f.y;
       }
 #pragma unroll
-      for (int t = 0; t < kAwqTokens; ++t) {
+      for (int t = 0; t < TOK; ++t) {
         if (tok0 + t >= a.m) break;
         const float xv = quant::half_to_f32(__ldg(a.x + (tok0 + t) * a.k + kk));
 #pragma unroll
@@ -994,14 +995,14 @@ __global__ void __launch_bounds__(kAwqThreads) awq_kernel(AwqArgs a) {
     for (int i = 0; i < 8; ++i) {
       const float sc = quant::half_to_f32((i % 2) ? bits::hi16(sw[i / 2]) : bits::lo16(sw[i / 2]));
 #pragma unroll
-      for (int t = 0; t < kAwqTokens; ++t) acc[t][i] = fmaf(sc, part[t][i], acc[t][i]);
+      for (int t = 0; t < TOK; ++t) acc[t][i] = fmaf(sc, part[t][i], acc[t][i]);
     }
   }
   const int64_t seg = static_cast<int64_t>(blockIdx.z) * gridDim.x + blockIdx.x;
   finish_tile<OutType::F16>(a.out, a.sums, a.counters + seg, 1, a.slices, [&](auto&& fn) {
     if (!live) return;
 #pragma unroll
-    for (int t = 0; t < kAwqTokens; ++t) {
+    for (int t = 0; t < TOK; ++t) {
 #pragma unroll
       for (int i = 0; i < 8; ++i) fn(tok0 + t, 8 * c + i, acc[t][i]);
     }
@@ -1015,14 +1016,25 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
   a.sums = ws.sums, a.counters = ws.counters;
   const int64_t cols = a.n / 8, gx = (cols + kAwqThreads - 1) / kAwqThreads, groups = a.k / a.group;
-  const int64_t gz = (a.m + kAwqTokens - 1) / kAwqTokens;
-  // Enough blocks for 16 warps on every multiprocessor, in slices of whole groups.
-  const int64_t want =
-      std::max<int64_t>(1, (int64_t{16} * L.sms * 32 / kAwqThreads + gx * gz - 1) / (gx * gz));
-  a.groups_per_slice = static_cast<int>(std::max<int64_t>(1, groups / std::min(groups, want)));
-  a.slices = static_cast<int>((groups + a.groups_per_slice - 1) / a.groups_per_slice);
-  awq_kernel<<<dim3(static_cast<unsigned>(gx), static_cast<unsigned>(a.slices), static_cast<unsigned>(gz)),
-               kAwqThreads>>>(a);
+  // One row of X takes the one-token kernel (46 registers against 145) where the grid has two
+  // blocks a multiprocessor or more: measured 1.14-1.17x faster from 8192x8192 (512 blocks) up,
+  // 0.84x at 4096x4096 (128 blocks, about one a multiprocessor), notes/performance.md, g10.
+  const auto slice = [&](int64_t gz) {
+    // Enough blocks for 16 warps on every multiprocessor, in slices of whole groups.
+    const int64_t want =
+        std::max<int64_t>(1, (int64_t{16} * L.sms * 32 / kAwqThreads + gx * gz - 1) / (gx * gz));
+    a.groups_per_slice = static_cast<int>(std::max<int64_t>(1, groups / std::min(groups, want)));
+    a.slices = static_cast<int>((groups + a.groups_per_slice - 1) / a.groups_per_slice);
+    return dim3(static_cast<unsigned>(gx), static_cast<unsigned>(a.slices), static_cast<unsigned>(gz));
+  };
+  if (a.m == 1) {
+    const dim3 grid = slice(1);
+    if (int64_t{grid.x} * grid.y >= 2 * int64_t{L.sms}) {
+      awq_kernel<1><<<grid, kAwqThreads>>>(a);
+      return status("the AWQ GEMV kernel", wait);
+    }
+  }
+  awq_kernel<4><<<slice((a.m + 3) / 4), kAwqThreads>>>(a);
   return status("the AWQ GEMV kernel", wait);
 }
 
