@@ -280,3 +280,26 @@ TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing tw
   CHECK(refused("bench --backend cpu --group 48").find("use 32, 64 or 128") != std::string::npos);
   CHECK(refused("bench --backend cpu --shape 4096").find("NxK") != std::string::npos);
 }
+
+TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear refusal") {
+  const std::string d = tmp("bench-batch");
+  std::filesystem::create_directories(d);
+  const Run r =
+      run("bench --backend cpu --warm --shape 64x512 --kernel 'ge*/w4a16-ft-fp16' --batch 3,40 "
+          "--timeout 0.05 --json " +
+          d + "/m.json");
+  REQUIRE(r.status == 0);
+  std::ifstream jf(d + "/m.json");
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  REQUIRE(j["rows"].size() == 2);
+  CHECK(j["rows"][0]["kernel"] == "gemv/w4a16-ft-fp16");
+  CHECK(j["rows"][0]["shape"].get<std::string>().rfind("M=3 64x512", 0) == 0);
+  CHECK(j["rows"][1]["kernel"] == "gemm/w4a16-ft-fp16");  // beyond 16 rows: the GEMM
+  CHECK(j["rows"][1]["shape"].get<std::string>().rfind("M=40 64x512", 0) == 0);
+  const std::string zero = refused("bench --backend cpu --shape 64x512 --batch 0");
+  CHECK(zero.find("--batch '0': 0 is out of range") != std::string::npos);
+  CHECK(zero.find("from 1 to 256") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 64x512 --batch 1,,4").find("is not a whole number") !=
+        std::string::npos);
+  CHECK(refused("bench --backend cpu --batch 1,300").find("300 is out of range") != std::string::npos);
+}

@@ -81,7 +81,7 @@ void compare(const std::string& a_path, const std::string& b_path) {
 
 void add_bench(CLI::App& app) {
   struct Opts {
-    std::string kernel = "*", shapes, json_path, csv_path, backend = "auto";
+    std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto";
     int group = 128;
     bool cold = false, warm = false;
     std::vector<std::string> compare;
@@ -96,6 +96,9 @@ void add_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--shape", o->shapes, "NxK[,NxK...] (default 4096x4096,8192x8192,8192x28672)");
   cmd->add_option("--group", o->group, "Group size of the integer formats")->capture_default_str();
+  cmd->add_option("--batch", o->batch,
+                  "M[,M...]: rows of X of the gemv / gemm cases, 1 to 256 (default 1,16; the default set "
+                  "adds 64,256 at 8192x8192)");
   auto* c = cmd->add_flag("--cold", o->cold, "Flush the L2 before every sample (the default)");
   auto* w = cmd->add_flag("--warm", o->warm, "Keep the L2 warm between samples");
   c->excludes(w);
@@ -117,8 +120,10 @@ void add_bench(CLI::App& app) {
     }
     if (!(o->max_noise > 0) || !(o->timeout > 0))
       throw UserError("--max-noise and --timeout must be positive");
-    std::vector<BenchCase> all = o->shapes.empty() ? default_bench_cases(o->group)
-                                                   : bench_cases_for(parse_shapes(o->shapes), o->group);
+    const std::vector<int64_t> ms =
+        o->batch.empty() ? std::vector<int64_t>{} : take(front::parse_int_list(o->batch, "--batch", 1, 256));
+    std::vector<BenchCase> all = o->shapes.empty() ? default_bench_cases(o->group, ms)
+                                                   : bench_cases_for(parse_shapes(o->shapes), o->group, ms);
     std::vector<BenchCase> cases;
     for (const BenchCase& bc : all) {
       if (fnmatch(o->kernel.c_str(), bc.kernel_name().c_str(), 0) == 0) cases.push_back(bc);

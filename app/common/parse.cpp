@@ -56,6 +56,37 @@ Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::stri
   }
 }
 
+Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view what, int64_t lo,
+                                            int64_t hi) {
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string one(
+        text.substr(start, comma == std::string_view::npos ? text.size() - start : comma - start));
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(one, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (one.empty() || used != one.size()) {
+      return fmt::format(
+          "{} '{}': '{}' is not a whole number; give numbers from {} to {} separated by commas, "
+          "e.g. 1,4,16",
+          what, text, one, lo, hi);
+    }
+    if (v < lo || v > hi) {
+      return fmt::format("{} '{}': {} is out of range; each number must be from {} to {}", what, text, v, lo,
+                         hi);
+    }
+    out.push_back(v);
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
 Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what) {
   const std::string s(text);
   char* end = nullptr;

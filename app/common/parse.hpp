@@ -7,6 +7,7 @@
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace dql::front {
 
@@ -24,6 +25,10 @@ Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max
 
 // A matrix shape "NxK" (also "N,K"), both positive.
 Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::string_view what);
+
+// A comma-separated list of whole numbers, each from `lo` to `hi` (e.g. "1,4,16").
+Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view what, int64_t lo,
+                                            int64_t hi);
 
 // A finite, non-negative decimal number (e.g. a block's absmax).
 Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what);

@@ -258,10 +258,13 @@ std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector
   });
 }
 
-std::vector<BenchCase> default_bench_cases(int group) {
-  std::vector<BenchCase> cases = bench_cases_for({{4096, 4096}, {8192, 8192}, {8192, 28672}}, group);
-  for (BenchCase& c : gemv_bench_cases({{28672, 8192}}, {1, 16}, group)) cases.push_back(c);
-  for (BenchCase& c : gemv_bench_cases({{8192, 8192}}, {64, 256}, group)) cases.push_back(c);
+std::vector<BenchCase> default_bench_cases(int group, const std::vector<int64_t>& ms) {
+  std::vector<BenchCase> cases = bench_cases_for({{4096, 4096}, {8192, 8192}, {8192, 28672}}, group, ms);
+  const std::vector<int64_t> gemv_ms = ms.empty() ? std::vector<int64_t>{1, 16} : ms;
+  for (BenchCase& c : gemv_bench_cases({{28672, 8192}}, gemv_ms, group)) cases.push_back(c);
+  if (ms.empty()) {
+    for (BenchCase& c : gemv_bench_cases({{8192, 8192}}, {64, 256}, group)) cases.push_back(c);
+  }
   return cases;
 }
 
@@ -308,7 +311,8 @@ std::vector<BenchCase> gemv_bench_cases(const std::vector<std::pair<int64_t, int
   return cases;
 }
 
-std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int64_t>>& shapes, int group) {
+std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int64_t>>& shapes, int group,
+                                       const std::vector<int64_t>& ms) {
   std::vector<BenchCase> cases;
   for (const auto& [n, k] : shapes) {
     for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
@@ -338,7 +342,8 @@ std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int6
       }
     }
   }
-  for (BenchCase& c : gemv_bench_cases(shapes, {1, 16}, group)) cases.push_back(c);
+  for (BenchCase& c : gemv_bench_cases(shapes, ms.empty() ? std::vector<int64_t>{1, 16} : ms, group))
+    cases.push_back(c);
   return cases;
 }
 
