@@ -436,13 +436,18 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 #define DQL_BULK_COPY 1
 #endif
 
-template <int BITS, int WPT>
+template <int BITS, int WPT, int NT>
 struct BulkShape {
   using S = FtShape<BITS, WPT>;
   // Two stages: measured faster than three or four (notes/performance.md, g5): the smaller ring
   // lets more blocks share a multiprocessor, and more warps hide more latency.
   static constexpr int kStages = 2;
-  static constexpr int kSteps = 4;                            // steps per unit
+  // Two token tiles of int4 take steps of two words a lane and units of 8 steps (the launcher
+  // picks WPT = 2): the four-word steps' 16-byte reads of lanes r and r + 2 fall in the same
+  // shared-memory banks, the 8-byte ones in none, and the longer unit lets a stage's X rows
+  // serve twice the weights (notes/performance.md, g11). One token tile keeps 4 steps.
+  static constexpr int kSteps = BITS == 4 && NT == 2 ? 8 : 4;  // steps per unit
+  static_assert(!(BITS == 4 && NT == 2) || WPT == 2, "two token tiles of int4 take two words a lane");
   static constexpr int KU = kSteps * S::KSTEP;                // K per unit
   static constexpr int kChannels = 16 * kSliceWarps;          // channels per tile
   static constexpr int kRuns = kChannels / S::I;              // column groups per tile
@@ -514,7 +519,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
 #ifdef DQL_BULK_COPY
   if constexpr (SPLIT) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   using S = FtShape<BITS, WPT>;
-  using B = BulkShape<BITS, WPT>;
+  using B = BulkShape<BITS, WPT, NT>;
   using W = Words<WPT>;
   extern __shared__ __align__(128) unsigned char smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
@@ -708,7 +713,7 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* su
 
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
 std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  using B = BulkShape<BITS, WPT>;
+  using B = BulkShape<BITS, WPT, NT>;
   const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU)};  // bulk_fits: under 2^31
   const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
   // Split tiles meet through a second kernel (settle_kernel) where the blocks have several units
@@ -738,9 +743,9 @@ std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
 }
 
 // The copy-engine form where it applies: compute capability 9.0, M up to 16, whole tiles and units.
-template <int BITS, int WPT>
+template <int BITS, int WPT, int NT>
 bool bulk_fits(const GemvLaunch& L) {
-  using B = BulkShape<BITS, WPT>;
+  using B = BulkShape<BITS, WPT, NT>;
   using S = FtShape<BITS, WPT>;
   return L.cc >= 90 && L.p.m <= kBulkTokens && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
          L.w.group % S::KSTEP == 0 && (L.w.n / B::kChannels) <= kMaxCounters &&
@@ -749,10 +754,9 @@ bool bulk_fits(const GemvLaunch& L) {
 
 template <int BITS, int WPT, OutType T, bool NAIVE>
 std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  if (bulk_fits<BITS, WPT>(L)) {
-    return L.p.m <= 8 ? launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait)
-                      : launch_bulk<BITS, WPT, T, NAIVE, 2>(L, ws, wait);
-  }
+  constexpr int kWpt2 = BITS == 4 ? 2 : WPT;  // words a lane with two token tiles (BulkShape)
+  if (L.p.m <= 8 && bulk_fits<BITS, WPT, 1>(L)) return launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
+  if (L.p.m > 8 && bulk_fits<BITS, kWpt2, 2>(L)) return launch_bulk<BITS, kWpt2, T, NAIVE, 2>(L, ws, wait);
   if (L.p.m <= 8) return launch_ft<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
   if (L.p.m <= 16) return launch_ft<BITS, WPT, T, NAIVE, 2>(L, ws, wait);
   return launch_ft<BITS, WPT, T, NAIVE, 4>(L, ws, wait);
