@@ -926,8 +926,9 @@ std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
   return f16 ? launch_online_t<4, OutType::F16>(L, ws, wait) : launch_online_t<4, OutType::BF16>(L, ws, wait);
 }
 
-// ---- AWQ format on CUDA cores -------------------------------------------------------------------
+// ---- AWQ format ----------------------------------------------------------------------------------
 //
+// On CUDA cores, for groups the tensor-core form below does not take (a multiple of 64 it needs):
 // qweight [K, N / 8]: a thread owns one word column (8 channels), consecutive threads consecutive
 // columns, so each row of K is one contiguous read per warp. Blocks split K into slices of whole
 // groups; slices meet in the workspace (finish_tile). TOK tokens per pass (grid.z): 1 for a
@@ -1013,6 +1014,129 @@ __global__ void __launch_bounds__(kAwqThreads) awq_kernel(AwqArgs a) {
   });
 }
 
+// The tensor-core form (any M up to 16). A warp owns 8 word columns (64 channels) and a
+// block 4 warps (256 channels); blocks split K into slices of whole groups as above. Per 16 k,
+// lane (g, r) = (lane / 4, lane % 4) loads the words of rows k0 + 4r .. k0 + 4r + 3 of column
+// g: four rows by 8 channels. The word conversion gives half2 pairs (channel 2j, 2j + 1) of one
+// row; PRMT regroups two rows of one channel into an A register, so that mma tile j takes
+// channel 8c + 2j as its row g and 8c + 2j + 1 as row g + 8, and the k slots 2r, 2r + 1, 2r + 8,
+// 2r + 9 hold rows k0 + 4r .. k0 + 4r + 3 (the sum over k does not care which slot holds which
+// row, as long as X supplies the same: one 8-byte load of X per token tile). q - zero is exact
+// in fp16; a group's sums meet their scales once, in fp32, as in the twin.
+constexpr int kAwqMmaWarps = 4;
+constexpr int kAwqMmaCols = 8 * kAwqMmaWarps;  // word columns a block
+// Steps of 16 k whose loads a lane issues together. Loading the next batch while this one
+// multiplies (168 registers with two token tiles) was faster at some shapes and slower at others
+// (notes/performance.md, g12); 8 steps at once (168 registers) was slower.
+constexpr int kAwqMmaSteps = 4;
+
+template <int NT>
+__global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_mma_kernel(AwqArgs a) {
+  constexpr int SB = kAwqMmaSteps;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
+  const int64_t cols = a.n / 8;
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kAwqMmaCols + warp * 8 + g;
+  const bool live = c < cols;
+  const int64_t g_begin = static_cast<int64_t>(blockIdx.y) * a.groups_per_slice;
+  const int64_t g_end = min(a.k / a.group, g_begin + a.groups_per_slice);
+  const int per_group = a.group / (16 * SB);  // batches of SB steps of 16 k a group (the launcher: whole)
+  const int nb = static_cast<int>(g_end - g_begin) * per_group;
+  // The lane's X rows: token g + 8 t, from k0 + 4r (tokens past M read zeros).
+  const uint16_t* xrow[NT];
+  bool xlive[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    xlive[t] = g + 8 * t < a.m;
+    xrow[t] = a.x + (xlive[t] ? (g + 8 * t) * a.k : 0) + 4 * r;
+  }
+  // Batch b: the words of SB steps, their loads issued together.
+  const auto load = [&](int b, uint32_t(&w)[SB][4]) {
+    const int64_t k0 = g_begin * a.group + int64_t{b} * 16 * SB;
+#pragma unroll
+    for (int s = 0; s < SB; ++s) {
+#pragma unroll
+      for (int u = 0; u < 4; ++u) w[s][u] = live ? __ldcs(a.q + (k0 + 16 * s + 4 * r + u) * cols + c) : 0u;
+    }
+  };
+  const auto zero_word = [&](int64_t gi) { return live ? __ldg(a.zeros + gi * cols + c) : 0u; };
+  uint32_t cur[SB][4];
+  load(0, cur);
+  uint32_t zraw = zero_word(g_begin);
+  uint32_t z[4] = {};
+  uint4 sv = make_uint4(0u, 0u, 0u, 0u);
+  float acc[4][NT][4] = {}, grp[4][NT][4] = {};
+  for (int b = 0; b < nb; ++b) {
+    const int bi = b % per_group;
+    const int64_t gi = g_begin + b / per_group;
+    const bool group_end = bi == per_group - 1;
+    if (bi == 0) {
+      const uint32_t zin[2] = {zraw, 0u};
+      recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
+      // The group's scales, used at its end.
+      if (live) sv = __ldg(reinterpret_cast<const uint4*>(a.scales + gi * a.n + 8 * c));
+    }
+    const int64_t k0 = g_begin * a.group + int64_t{b} * 16 * SB;
+#pragma unroll
+    for (int s = 0; s < SB; ++s) {
+      uint2 xv[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        xv[t] = xlive[t] ? __ldg(reinterpret_cast<const uint2*>(xrow[t] + k0 + 16 * s)) : make_uint2(0u, 0u);
+      }
+      uint32_t h[4][4];  // [row u][channel pair j]
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const uint32_t in[2] = {cur[s][u], 0u};
+        recipes::run_plain(recipes::RecipeId::AwqInt4F16, in, h[u]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) h[u][j] = bits::sub_f16x2(h[u][j], z[j]);  // q - zero, exact
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t a0 = __byte_perm(h[0][j], h[1][j], 0x5410), a1 = __byte_perm(h[0][j], h[1][j], 0x7632);
+        const uint32_t a2 = __byte_perm(h[2][j], h[3][j], 0x5410), a3 = __byte_perm(h[2][j], h[3][j], 0x7632);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) mma_16816<OutType::F16>(grp[j][t], a0, a1, a2, a3, xv[t].x, xv[t].y);
+      }
+    }
+    if (group_end) {
+      const uint32_t sw[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float s_lo = quant::half_to_f32(bits::lo16(sw[j])),
+                    s_hi = quant::half_to_f32(bits::hi16(sw[j]));
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          acc[j][t][0] = fmaf(s_lo, grp[j][t][0], acc[j][t][0]);
+          acc[j][t][1] = fmaf(s_lo, grp[j][t][1], acc[j][t][1]);
+          acc[j][t][2] = fmaf(s_hi, grp[j][t][2], acc[j][t][2]);
+          acc[j][t][3] = fmaf(s_hi, grp[j][t][3], acc[j][t][3]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) grp[j][t][e] = 0.0f;
+        }
+      }
+    }
+    if (b + 1 < nb) {
+      load(b + 1, cur);
+      if (group_end) zraw = zero_word(gi + 1);
+    }
+  }
+  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, a.slices, [&](auto&& fn) {
+    if (!live) return;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int64_t tok = 8 * t + 2 * r, ch = 8 * c + 2 * j;
+        fn(tok, ch, acc[j][t][0]);
+        fn(tok + 1, ch, acc[j][t][1]);
+        fn(tok, ch + 1, acc[j][t][2]);
+        fn(tok + 1, ch + 1, acc[j][t][3]);
+      }
+    }
+  });
+}
+
 std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   AwqArgs a{};
   a.q = L.w.q, a.scales = L.w.scales, a.zeros = L.w.qzeros, a.x = L.p.x;
@@ -1020,9 +1144,6 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
   a.sums = ws.sums, a.counters = ws.counters;
   const int64_t cols = a.n / 8, gx = (cols + kAwqThreads - 1) / kAwqThreads, groups = a.k / a.group;
-  // One row of X takes the one-token kernel (46 registers against 145) where the grid has two
-  // blocks a multiprocessor or more: measured 1.14-1.17x faster from 8192x8192 (512 blocks) up,
-  // 0.84x at 4096x4096 (128 blocks, about one a multiprocessor), notes/performance.md, g10.
   const auto slice = [&](int64_t gz) {
     // Enough blocks for 16 warps on every multiprocessor, in slices of whole groups.
     const int64_t want =
@@ -1031,6 +1152,25 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
     a.slices = static_cast<int>((groups + a.groups_per_slice - 1) / a.groups_per_slice);
     return dim3(static_cast<unsigned>(gx), static_cast<unsigned>(a.slices), static_cast<unsigned>(gz));
   };
+  // Groups of whole batches take the tensor-core form, at every M: H100, against the kernels
+  // below, 0.97-1.45x at M = 1 and 1.6-5.4x at M = 4 and 16 (notes/performance.md, g12). Its
+  // grid: slices of whole groups for about 4 blocks a multiprocessor.
+  if (a.group % (16 * kAwqMmaSteps) == 0) {
+    const int64_t bx = (cols + kAwqMmaCols - 1) / kAwqMmaCols;
+    const int64_t want = std::min(groups, std::max<int64_t>(1, (int64_t{4} * L.sms + bx - 1) / bx));
+    a.groups_per_slice = static_cast<int>((groups + want - 1) / want);
+    a.slices = static_cast<int>((groups + a.groups_per_slice - 1) / a.groups_per_slice);
+    const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
+    if (a.m <= 8) {
+      awq_mma_kernel<1><<<grid, kAwqMmaWarps * 32>>>(a);
+    } else {
+      awq_mma_kernel<2><<<grid, kAwqMmaWarps * 32>>>(a);
+    }
+    return status("the AWQ GEMV kernel (tensor cores)", wait);
+  }
+  // Other groups on CUDA cores. One row of X takes the one-token kernel (46 registers against 145)
+  // where the grid has two blocks a multiprocessor or more: measured 1.14-1.17x faster from
+  // 8192x8192 (512 blocks) up, 0.84x at 4096x4096 (128 blocks), notes/performance.md, g10.
   if (a.m == 1) {
     const dim3 grid = slice(1);
     if (int64_t{grid.x} * grid.y >= 2 * int64_t{L.sms}) {

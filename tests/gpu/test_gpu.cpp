@@ -517,22 +517,27 @@ TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
   }
 }
 
-TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks (the one-token kernel)") {
-  // 8192x8192 with groups of 128: 8 x 64 blocks, over two a multiprocessor on the lent devices.
+TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores and on tensor cores") {
+  // 8192x8192. Groups of 32 take the CUDA-core kernels (the tensor-core form needs groups of a
+  // multiple of 64): 8 x 86 blocks, over two a multiprocessor on the lent devices, so one row of X
+  // takes the one-token kernel. Groups of 128 take the tensor-core form: 32 x 16 blocks.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   const int64_t n = 8192, k = 8192;
   const Tensor w = random_matrix(Distribution::Normal, 97, n, k);
-  const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Asym, quant::Layout::Awq, 128});
-  gemv::Epilogue epi;
-  epi.act = gemv::Act::Silu;
-  for (const gemv::Epilogue& e : {gemv::Epilogue{}, epi}) {
-    const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, 1, n, k, 5, e);
-    const auto ref = test::reference(*cpu, q, r);
-    const double eg = gemv::compare(gpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
-    const double ec = gemv::compare(cpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
-    std::printf("AWQ 8192x8192 M=1 act %d: rel err GPU %.2e CPU %.2e\n", static_cast<int>(e.act), eg, ec);
-    CHECK(eg < 1e-3);
+  for (const int group : {32, 128}) {
+    const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Asym, quant::Layout::Awq, group});
+    gemv::Epilogue epi;
+    epi.act = gemv::Act::Silu;
+    for (const gemv::Epilogue& e : {gemv::Epilogue{}, epi}) {
+      const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, 1, n, k, 5, e);
+      const auto ref = test::reference(*cpu, q, r);
+      const double eg = gemv::compare(gpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
+      const double ec = gemv::compare(cpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
+      std::printf("AWQ 8192x8192 g%d M=1 act %d: rel err GPU %.2e CPU %.2e\n", group, static_cast<int>(e.act),
+                  eg, ec);
+      CHECK(eg < 1e-3);
+    }
   }
 }
 
