@@ -38,7 +38,14 @@ struct Workspace {
   gemv::ActBlock* ab;
 };
 
-constexpr int64_t kMaxCounters = 1 << 16;
+constexpr int64_t kMinCounters = 1 << 16;
+
+// Arrival counters: one per output tile of the launched kernel, whose tiles are at least 8 rows
+// of X by 64 channels (the slice form's smallest; the copy-engine and AWQ forms have fewer), and
+// never fewer than 2^16.
+int64_t counter_count(const gemv::Weights& w, int64_t m) {
+  return std::max<int64_t>(kMinCounters, ((m + 7) / 8) * ((w.n + 63) / 64));
+}
 
 Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   char* p = static_cast<char*>(base);
@@ -46,7 +53,7 @@ Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   ws.sums = reinterpret_cast<float*>(p);
   p += align256(static_cast<size_t>(m * w.n) * 4);
   ws.counters = reinterpret_cast<unsigned*>(p);
-  p += align256(kMaxCounters * 4);
+  p += align256(static_cast<size_t>(counter_count(w, m)) * 4);
   ws.aq = reinterpret_cast<int8_t*>(p);
   p += align256(static_cast<size_t>(m * w.k));
   ws.ab = reinterpret_cast<gemv::ActBlock*>(p);
@@ -748,8 +755,7 @@ bool bulk_fits(const GemvLaunch& L) {
   using B = BulkShape<BITS, WPT, NT>;
   using S = FtShape<BITS, WPT>;
   return L.cc >= 90 && L.p.m <= kBulkTokens && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
-         L.w.group % S::KSTEP == 0 && (L.w.n / B::kChannels) <= kMaxCounters &&
-         (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
+         L.w.group % S::KSTEP == 0 && (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>
@@ -1278,7 +1284,7 @@ __global__ void epilogue_kernel(Out o) {
 }  // namespace
 
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {
-  return align256(static_cast<size_t>(m * w.n) * 4) + align256(kMaxCounters * 4) +
+  return align256(static_cast<size_t>(m * w.n) * 4) + align256(static_cast<size_t>(counter_count(w, m)) * 4) +
          align256(static_cast<size_t>(m * w.k)) +
          align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock));
 }
