@@ -77,6 +77,33 @@ TEST_CASE("quantize view: shapes the scheme cannot take are refused with a sente
   CHECK(shape.output.find("NxK") != std::string::npos);
 }
 
+TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it refuses") {
+  const std::string json = tmp("bench-batch.json");
+  std::remove(json.c_str());
+  const Outcome o =
+      screenshot("timing",
+                 "timing.kernels=gemv/w4a16-ft-fp16,gemm/w4a16-ft-fp16;timing.shapes=64x512;"
+                 "timing.batch=3,40;timing.warm=1;timing.timeout=0.1;timing.run=1;timing.save-json=" +
+                     json);
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  std::ifstream f(json);
+  REQUIRE(f.good());
+  const nlohmann::json j = nlohmann::json::parse(f);
+  REQUIRE(j["rows"].size() == 2);
+  CHECK(j["rows"][0]["kernel"] == "gemv/w4a16-ft-fp16");
+  CHECK(j["rows"][0]["shape"].get<std::string>().rfind("M=3 64x512", 0) == 0);
+  CHECK(j["rows"][1]["kernel"] == "gemm/w4a16-ft-fp16");
+  CHECK(j["rows"][1]["shape"].get<std::string>().rfind("M=40 64x512", 0) == 0);
+
+  const Outcome bad = screenshot("timing",
+                                 "timing.kernels=gemv/w4a16-ft-fp16;timing.shapes=64x512;"
+                                 "timing.batch=1,300;timing.run=1");
+  INFO(bad.output);
+  CHECK(bad.status == 0);
+  CHECK(bad.output.find("rows of X '1,300': 300 is out of range") != std::string::npos);
+}
+
 TEST_CASE("timing view: a scripted benchmark runs in the background and its results are saved") {
   const std::string json = tmp("bench.json");
   std::remove(json.c_str());

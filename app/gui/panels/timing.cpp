@@ -33,6 +33,7 @@ struct State {
   std::vector<std::string> kernels;  // every kernel name the engine offers
   std::set<std::string> chosen;
   char shapes[256] = "";
+  char batch[64] = "1,16";  // rows of X of the GEMV / GEMM cases
   int group_choice = 2;
   int cold = 1;
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
@@ -256,8 +257,14 @@ void start(State& s, Model& m) {
     if (comma == std::string::npos) break;
     at = comma + 1;
   }
+  const auto ms = front::parse_int_list(s.batch, "rows of X", 1, 256);
+  if (!front::ok(ms)) {
+    s.error = std::get<1>(ms);
+    m.set_error(s.error);
+    return;
+  }
   std::vector<BenchCase> cases;
-  for (const BenchCase& c : bench_cases_for(shapes, group_of(s.group_choice)))
+  for (const BenchCase& c : bench_cases_for(shapes, group_of(s.group_choice), std::get<0>(ms)))
     if (s.chosen.count(c.kernel_name())) cases.push_back(c);
   if (cases.empty()) {
     s.error = "choose at least one kernel to time";
@@ -287,7 +294,8 @@ void draw_timing(Model& m, const Ui& ui) {
     if (gpu) s.backend = make_cuda_backend(&why);
     if (!s.backend) s.backend = make_cpu_backend();
     std::set<std::string> seen;
-    for (const BenchCase& c : bench_cases_for({{256, 1024}}, 128)) {
+    // M = 64 names the GEMM rows (gemm/...) beside the GEMV ones.
+    for (const BenchCase& c : bench_cases_for({{256, 1024}}, 128, {1, 64})) {
       if (seen.insert(c.kernel_name()).second) s.kernels.push_back(c.kernel_name());
     }
     if (gpu) {
@@ -302,6 +310,7 @@ void draw_timing(Model& m, const Ui& ui) {
     s.device_line = s.backend->info().summary();
   }
   // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.shapes=NxK,NxK",
+  // "timing.batch=M,M" (rows of X of the GEMV / GEMM cases),
   // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
   // "timing.save-json=PATH" (below).
   if (auto v = scripted("timing.kernels")) {
@@ -315,6 +324,7 @@ void draw_timing(Model& m, const Ui& ui) {
     }
   }
   if (auto v = scripted("timing.shapes")) snprintf(s.shapes, sizeof s.shapes, "%s", v->c_str());
+  if (auto v = scripted("timing.batch")) snprintf(s.batch, sizeof s.batch, "%s", v->c_str());
   if (auto v = scripted("timing.warm")) s.cold = *v == "1" ? 0 : 1;
   if (auto v = scripted("timing.timeout")) s.timeout_s = static_cast<float>(std::atof(v->c_str()));
   if (auto v = scripted("timing.tab")) s.open_tab = *v;
@@ -365,6 +375,9 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::TableNextColumn();
     ImGui::SetNextItemWidth(16 * em);
     ImGui::InputText("shapes NxK", s.shapes, sizeof s.shapes);
+    ImGui::SetNextItemWidth(16 * em);
+    ImGui::InputText("rows of X (gemv / gemm)", s.batch, sizeof s.batch);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("M values, 1 to 256, separated by commas: e.g. 1,4,16");
     const char* groups[] = {"32", "64", "128"};
     ImGui::SetNextItemWidth(5 * em);
     ImGui::Combo("group", &s.group_choice, groups, 3);
