@@ -258,10 +258,18 @@ std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector
   });
 }
 
+namespace {
+
+// The rows of X of the GEMV cases: those asked for, else 1 and 16.
+std::vector<int64_t> gemv_rows(const std::vector<int64_t>& ms) {
+  return ms.empty() ? std::vector<int64_t>{1, 16} : ms;
+}
+
+}  // namespace
+
 std::vector<BenchCase> default_bench_cases(int group, const std::vector<int64_t>& ms) {
   std::vector<BenchCase> cases = bench_cases_for({{4096, 4096}, {8192, 8192}, {8192, 28672}}, group, ms);
-  const std::vector<int64_t> gemv_ms = ms.empty() ? std::vector<int64_t>{1, 16} : ms;
-  for (BenchCase& c : gemv_bench_cases({{28672, 8192}}, gemv_ms, group)) cases.push_back(c);
+  for (BenchCase& c : gemv_bench_cases({{28672, 8192}}, gemv_rows(ms), group)) cases.push_back(c);
   if (ms.empty()) {
     for (BenchCase& c : gemv_bench_cases({{8192, 8192}}, {64, 256}, group)) cases.push_back(c);
   }
@@ -342,8 +350,7 @@ std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int6
       }
     }
   }
-  for (BenchCase& c : gemv_bench_cases(shapes, ms.empty() ? std::vector<int64_t>{1, 16} : ms, group))
-    cases.push_back(c);
+  for (BenchCase& c : gemv_bench_cases(shapes, gemv_rows(ms), group)) cases.push_back(c);
   return cases;
 }
 

@@ -29,8 +29,8 @@ std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector
 
 // The cases `bench` runs when none are named: every dequant recipe at 4096x4096, 8192x8192 and
 // 8192x28672, quant (int8, int4 per group, NF4) and permute at the same shapes.
-// `ms`, when given, replaces the rows of X of the GEMV / GEMM cases (1 and 16 at 28672x8192,
-// 64 and 256 at 8192x8192).
+// Their GEMV cases take M = 1 and 16 at those shapes and at 28672x8192, and the GEMM M = 64 and
+// 256 at 8192x8192; `ms`, when given, replaces all of these rows of X.
 std::vector<BenchCase> default_bench_cases(int group = 128, const std::vector<int64_t>& ms = {});
 // GEMV / GEMM cases: for each [N, K] shape and M, cuBLAS fp16 (the baseline), the W4A16 kernel
 // (fast and naive conversion), W8A16 per channel (fast and naive), the AWQ format, NF4 and the
