@@ -35,6 +35,19 @@ Outcome screenshot(const std::string& view, const std::string& script) {
   return Outcome{r.status, r.output, dql::test::load_png(png)};
 }
 
+// A scripted benchmark in the timing view, its results saved to `json` (removed first).
+Outcome timed_run(const std::string& script, const std::string& json) {
+  std::remove(json.c_str());
+  return screenshot("timing", script + ";timing.run=1;timing.save-json=" + json);
+}
+
+// The report a timed run saved.
+nlohmann::json saved_report(const std::string& json) {
+  std::ifstream f(json);
+  REQUIRE(f.good());
+  return nlohmann::json::parse(f);
+}
+
 // The ends of the heatmap shader's ramp (shaders/heatmap.frag) and the palette's "good" green.
 constexpr uint32_t kRampLow = 0x440154, kRampHigh = 0xFDE725, kGood = 0x5AC86E;
 
@@ -79,17 +92,13 @@ TEST_CASE("quantize view: shapes the scheme cannot take are refused with a sente
 
 TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it refuses") {
   const std::string json = tmp("bench-batch.json");
-  std::remove(json.c_str());
-  const Outcome o =
-      screenshot("timing",
-                 "timing.kernels=gemv/w4a16-ft-fp16,gemm/w4a16-ft-fp16;timing.shapes=64x512;"
-                 "timing.batch=3,40;timing.warm=1;timing.timeout=0.1;timing.run=1;timing.save-json=" +
-                     json);
+  const Outcome o = timed_run(
+      "timing.kernels=gemv/w4a16-ft-fp16,gemm/w4a16-ft-fp16;timing.shapes=64x512;timing.batch=3,40;"
+      "timing.warm=1;timing.timeout=0.1",
+      json);
   INFO(o.output);
   REQUIRE(o.status == 0);
-  std::ifstream f(json);
-  REQUIRE(f.good());
-  const nlohmann::json j = nlohmann::json::parse(f);
+  const nlohmann::json j = saved_report(json);
   REQUIRE(j["rows"].size() == 2);
   CHECK(j["rows"][0]["kernel"] == "gemv/w4a16-ft-fp16");
   CHECK(j["rows"][0]["shape"].get<std::string>().rfind("M=3 64x512", 0) == 0);
@@ -106,18 +115,14 @@ TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it 
 
 TEST_CASE("timing view: a scripted benchmark runs in the background and its results are saved") {
   const std::string json = tmp("bench.json");
-  std::remove(json.c_str());
-  const Outcome o =
-      screenshot("timing",
-                 "timing.kernels=dequant/awq-int4-fp16,dequant/naive-int4-fp16;timing.shapes=64x128;"
-                 "timing.warm=1;timing.timeout=0.2;timing.run=1;timing.tab=medians;timing.save-json=" +
-                     json);
+  const Outcome o = timed_run(
+      "timing.kernels=dequant/awq-int4-fp16,dequant/naive-int4-fp16;timing.shapes=64x128;timing.warm=1;"
+      "timing.timeout=0.2;timing.tab=medians",
+      json);
   INFO(o.output);
   REQUIRE(o.status == 0);
   CHECK(o.output.find("the app shows") == std::string::npos);
-  std::ifstream f(json);
-  REQUIRE(f.good());
-  const nlohmann::json j = nlohmann::json::parse(f);
+  const nlohmann::json j = saved_report(json);
   REQUIRE(j["rows"].size() == 2);
   CHECK(j["device"]["backend"].is_string());
   for (const auto& r : j["rows"]) {

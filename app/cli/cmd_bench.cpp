@@ -19,19 +19,6 @@ namespace dql::cli {
 
 namespace {
 
-std::vector<std::pair<int64_t, int64_t>> parse_shapes(const std::string& text) {
-  std::vector<std::pair<int64_t, int64_t>> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = text.find(',', start);
-    const std::string one =
-        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    out.push_back(take(front::parse_shape(one, "--shape")));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
-}
-
 void check_case(const BenchCase& c) {
   try {
     switch (c.kind) {
@@ -122,8 +109,10 @@ void add_bench(CLI::App& app) {
       throw UserError("--max-noise and --timeout must be positive");
     const std::vector<int64_t> ms =
         o->batch.empty() ? std::vector<int64_t>{} : take(front::parse_int_list(o->batch, "--batch", 1, 256));
-    std::vector<BenchCase> all = o->shapes.empty() ? default_bench_cases(o->group, ms)
-                                                   : bench_cases_for(parse_shapes(o->shapes), o->group, ms);
+    std::vector<BenchCase> all =
+        o->shapes.empty()
+            ? default_bench_cases(o->group, ms)
+            : bench_cases_for(take(front::parse_shape_list(o->shapes, "--shape")), o->group, ms);
     std::vector<BenchCase> cases;
     for (const BenchCase& bc : all) {
       if (fnmatch(o->kernel.c_str(), bc.kernel_name().c_str(), 0) == 0) cases.push_back(bc);

@@ -56,14 +56,38 @@ Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::stri
   }
 }
 
-Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view what, int64_t lo,
-                                            int64_t hi) {
-  std::vector<int64_t> out;
+namespace {
+
+// The items of a comma-separated list, empty ones included.
+std::vector<std::string> split_commas(std::string_view text) {
+  std::vector<std::string> out;
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
-    const std::string one(
+    out.emplace_back(
         text.substr(start, comma == std::string_view::npos ? text.size() - start : comma - start));
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+Parsed<std::vector<std::pair<int64_t, int64_t>>> parse_shape_list(std::string_view text,
+                                                                  std::string_view what) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const std::string& one : split_commas(text)) {
+    auto p = parse_shape(one, what);
+    if (!ok(p)) return std::get<1>(p);
+    out.push_back(std::get<0>(p));
+  }
+  return out;
+}
+
+Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view what, int64_t lo,
+                                            int64_t hi) {
+  std::vector<int64_t> out;
+  for (const std::string& one : split_commas(text)) {
     size_t used = 0;
     long long v = 0;
     try {
@@ -82,9 +106,8 @@ Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_v
                          hi);
     }
     out.push_back(v);
-    if (comma == std::string_view::npos) return out;
-    start = comma + 1;
   }
+  return out;
 }
 
 Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what) {

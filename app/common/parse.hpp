@@ -26,6 +26,10 @@ Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max
 // A matrix shape "NxK" (also "N,K"), both positive.
 Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::string_view what);
 
+// A comma-separated list of shapes "NxK,NxK"; the message names the first one that is not.
+Parsed<std::vector<std::pair<int64_t, int64_t>>> parse_shape_list(std::string_view text,
+                                                                  std::string_view what);
+
 // A comma-separated list of whole numbers, each from `lo` to `hi` (e.g. "1,4,16").
 Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view what, int64_t lo,
                                             int64_t hi);

@@ -488,6 +488,19 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
   }
 }
 
+namespace {
+
+// The relative L2 errors of the GPU's and the CPU twin's fp16 outputs against the float64
+// reference.
+std::pair<double, double> errors_against_reference(Backend& gpu, Backend& cpu, const QuantizedMatrix& q,
+                                                   const GemvRequest& r) {
+  const auto ref = test::reference(cpu, q, r);
+  return {gemv::compare(gpu.gemv(q, r), ref, recipes::OutType::F16).rel_l2,
+          gemv::compare(cpu.gemv(q, r), ref, recipes::OutType::F16).rel_l2};
+}
+
+}  // namespace
+
 TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
   // AWQ per channel over K = 520: 32 batches of 16 rows and 8 rows one at a time. NF4 over
   // K = 320: 40 words a channel, so lanes past the last word still take part in the shuffles.
@@ -506,9 +519,7 @@ TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
     for (int64_t m : {1, 5, 16}) {
       const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, c.k,
                                                static_cast<uint64_t>(3 * m + c.k), gemv::Epilogue{});
-      const auto ref = test::reference(*cpu, q, r);
-      const double eg = gemv::compare(gpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
-      const double ec = gemv::compare(cpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
+      const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
       std::printf("%lldx%lld scheme %d M=%lld rel err GPU %.2e CPU %.2e\n", static_cast<long long>(n),
                   static_cast<long long>(c.k), static_cast<int>(c.spec.scheme), static_cast<long long>(m), eg,
                   ec);
@@ -531,9 +542,7 @@ TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores a
     epi.act = gemv::Act::Silu;
     for (const gemv::Epilogue& e : {gemv::Epilogue{}, epi}) {
       const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, 1, n, k, 5, e);
-      const auto ref = test::reference(*cpu, q, r);
-      const double eg = gemv::compare(gpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
-      const double ec = gemv::compare(cpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
+      const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
       std::printf("AWQ 8192x8192 g%d M=1 act %d: rel err GPU %.2e CPU %.2e\n", group, static_cast<int>(e.act),
                   eg, ec);
       CHECK(eg < 1e-3);

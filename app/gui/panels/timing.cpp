@@ -241,21 +241,11 @@ void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
 
 void start(State& s, Model& m) {
   s.error.clear();
-  std::vector<std::pair<int64_t, int64_t>> shapes;
-  const std::string text = s.shapes;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = text.find(',', at);
-    const std::string one = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    const auto p = front::parse_shape(one, "each shape");
-    if (!front::ok(p)) {
-      s.error = std::get<1>(p) + " (shapes are separated by commas, e.g. 1024x4096,4096x4096)";
-      m.set_error(s.error);
-      return;
-    }
-    shapes.push_back(std::get<0>(p));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
+  const auto shapes = front::parse_shape_list(s.shapes, "each shape");
+  if (!front::ok(shapes)) {
+    s.error = std::get<1>(shapes) + " (shapes are separated by commas, e.g. 1024x4096,4096x4096)";
+    m.set_error(s.error);
+    return;
   }
   const auto ms = front::parse_int_list(s.batch, "rows of X", 1, 256);
   if (!front::ok(ms)) {
@@ -264,7 +254,7 @@ void start(State& s, Model& m) {
     return;
   }
   std::vector<BenchCase> cases;
-  for (const BenchCase& c : bench_cases_for(shapes, group_of(s.group_choice), std::get<0>(ms)))
+  for (const BenchCase& c : bench_cases_for(std::get<0>(shapes), group_of(s.group_choice), std::get<0>(ms)))
     if (s.chosen.count(c.kernel_name())) cases.push_back(c);
   if (cases.empty()) {
     s.error = "choose at least one kernel to time";
