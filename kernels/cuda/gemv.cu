@@ -438,7 +438,8 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // (as many blocks as fit) and each block takes an equal run of units, across tile boundaries;
 // a run that starts or ends inside a tile meets the other blocks' sums in the workspace, settled
 // by a second kernel (settle_kernel) or, where each block has only a few units, by the last
-// block to finish the tile (finish_tile). Needs compute capability 9.0; M up to 16.
+// block to finish the tile (finish_tile). Needs compute capability 9.0; M up to 64 (int4), 16
+// (int8).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
 #endif
@@ -453,8 +454,10 @@ struct BulkShape {
   // picks WPT = 2): the four-word steps' 16-byte reads of lanes r and r + 2 fall in the same
   // shared-memory banks, the 8-byte ones in none, and the longer unit lets a stage's X rows
   // serve twice the weights (notes/performance.md, g11). One token tile keeps 4 steps.
-  static constexpr int kSteps = BITS == 4 && NT == 2 ? 8 : 4;  // steps per unit
-  static_assert(!(BITS == 4 && NT == 2) || WPT == 2, "two token tiles of int4 take two words a lane");
+  // Four token tiles (M 17-32, int4) do the same; eight (M 33-64) take units of 4 steps, so that
+  // two stages of 64 X rows leave room for two blocks a multiprocessor.
+  static constexpr int kSteps = BITS == 4 && NT >= 2 && NT <= 4 ? 8 : 4;  // steps per unit
+  static_assert(!(BITS == 4 && NT >= 2) || WPT == 2, "two or more token tiles of int4 take two words a lane");
   static constexpr int KU = kSteps * S::KSTEP;                // K per unit
   static constexpr int kChannels = 16 * kSliceWarps;          // channels per tile
   static constexpr int kRuns = kChannels / S::I;              // column groups per tile
@@ -462,8 +465,13 @@ struct BulkShape {
   static constexpr int kWeightBytes = kRuns * kRunWords * 4;  // weights of one stage
   static constexpr int kScaleBytes = kSteps * kChannels * 2;  // scale rows of the groups a unit touches
   static constexpr int kPitch = KU + 8;                       // halves per X row (+16 B: no bank conflicts)
+  static constexpr int kMaxRows = 8 * NT;                     // the largest M
+  // X rows a stage holds: M, or from four token tiles always 8 * NT, so that every token tile
+  // reads inside the stage (rows past M hold whatever was there; their outputs are never written,
+  // and an mma's output column depends on its own X column only).
+  static __host__ __device__ int64_t stage_rows(int64_t m) { return NT >= 4 ? kMaxRows : m; }
   static __host__ __device__ int64_t stage_bytes(int64_t m) {
-    return kWeightBytes + kScaleBytes + m * kPitch * 2;
+    return kWeightBytes + kScaleBytes + stage_rows(m) * kPitch * 2;
   }
 };
 
@@ -607,8 +615,10 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
     const uint16_t* sb = reinterpret_cast<const uint16_t*>(st + B::kWeightBytes);
     const uint16_t* xb = reinterpret_cast<const uint16_t*>(st + B::kWeightBytes + B::kScaleBytes);
     // Tokens past M read the last real row: their columns of the product are never written.
-    const uint16_t* xrow = xb + min(g, rows - 1) * B::kPitch;
-    const int tok_stride = NT > 1 ? (min(g + 8, rows - 1) - min(g, rows - 1)) * B::kPitch : 0;
+    const uint16_t* xrow = xb + (NT >= 4 ? g : min(g, rows - 1)) * B::kPitch;
+    const int tok_stride = NT >= 4  ? 8 * B::kPitch
+                           : NT > 1 ? (min(g + 8, rows - 1) - min(g, rows - 1)) * B::kPitch
+                                    : 0;
 #pragma unroll
     for (int j = 0; j < B::kSteps; ++j) {
       const W w0 = *reinterpret_cast<const W*>(wb + w0_off + S::word_offset(j, r));
@@ -687,8 +697,7 @@ int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
   return v;
 }
 
-constexpr int kBulkTokens = 16;  // the copy-engine form's largest M
-constexpr int kSettleFrom = 4;   // units per block from which split tiles meet in settle_kernel
+constexpr int kSettleFrom = 4;  // units per block from which split tiles meet in settle_kernel
 
 // Split tiles settled by a second kernel: the product kernel adds every block's partial sums into
 // the [N, M] workspace (reductions only: no fence, no arrival counter, no block waits), and this
@@ -697,7 +706,7 @@ constexpr int kSettleFrom = 4;   // units per block from which split tiles meet 
 // into outputs and leaves the workspace zero for the next call. A thread per channel reads its
 // M sums together.
 constexpr int kSettleThreads = 256;
-template <OutType T>
+template <OutType T, int MAXM>  // MAXM: the largest M of the product kernel it settles
 __global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* sums) {
 #ifdef DQL_BULK_COPY
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -705,11 +714,11 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* su
   if (ch >= o.n) return;
   float* p = sums + ch * o.m;
   const int m = static_cast<int>(o.m);
-  float v[kBulkTokens];
+  float v[MAXM];
 #pragma unroll
-  for (int t = 0; t < kBulkTokens; ++t) v[t] = t < m ? __ldcg(p + t) : 0.0f;
+  for (int t = 0; t < MAXM; ++t) v[t] = t < m ? __ldcg(p + t) : 0.0f;
 #pragma unroll
-  for (int t = 0; t < kBulkTokens; ++t) {
+  for (int t = 0; t < MAXM; ++t) {
     if (t < m) {
       p[t] = 0.0f;
       write_out<T>(o, t, ch, v[t]);
@@ -744,25 +753,37 @@ std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  if (const cudaError_t e = cudaLaunchKernelEx(&cfg, settle_kernel<T>, a.out, a.sums); e != cudaSuccess)
+  // The settling kernel reads up to kMaxRows sums a channel, 16 at least: a 32-row one behind the
+  // 16-row forms measured 5-15% slower at M = 16 (notes/performance.md, g13).
+  if (const cudaError_t e =
+          cudaLaunchKernelEx(&cfg, settle_kernel<T, std::max(16, B::kMaxRows)>, a.out, a.sums);
+      e != cudaSuccess)
     return std::string("the GEMV's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
   return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
 }
 
-// The copy-engine form where it applies: compute capability 9.0, M up to 16, whole tiles and units.
+// The copy-engine form where it applies: compute capability 9.0, M up to 8 * NT, whole tiles and units.
 template <int BITS, int WPT, int NT>
 bool bulk_fits(const GemvLaunch& L) {
   using B = BulkShape<BITS, WPT, NT>;
   using S = FtShape<BITS, WPT>;
-  return L.cc >= 90 && L.p.m <= kBulkTokens && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
+  return L.cc >= 90 && L.p.m <= B::kMaxRows && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
          L.w.group % S::KSTEP == 0 && (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>
 std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   constexpr int kWpt2 = BITS == 4 ? 2 : WPT;  // words a lane with two token tiles (BulkShape)
-  if (L.p.m <= 8 && bulk_fits<BITS, WPT, 1>(L)) return launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
-  if (L.p.m > 8 && bulk_fits<BITS, kWpt2, 2>(L)) return launch_bulk<BITS, kWpt2, T, NAIVE, 2>(L, ws, wait);
+  const int64_t m = L.p.m;
+  if (m <= 8 && bulk_fits<BITS, WPT, 1>(L)) return launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
+  if (m > 8 && m <= 16 && bulk_fits<BITS, kWpt2, 2>(L))
+    return launch_bulk<BITS, kWpt2, T, NAIVE, 2>(L, ws, wait);
+  if constexpr (BITS == 4) {
+    if (m > 16 && m <= 32 && bulk_fits<BITS, kWpt2, 4>(L))
+      return launch_bulk<BITS, kWpt2, T, NAIVE, 4>(L, ws, wait);
+    if (m > 32 && m <= 64 && bulk_fits<BITS, kWpt2, 8>(L))
+      return launch_bulk<BITS, kWpt2, T, NAIVE, 8>(L, ws, wait);
+  }
   if (L.p.m <= 8) return launch_ft<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
   if (L.p.m <= 16) return launch_ft<BITS, WPT, T, NAIVE, 2>(L, ws, wait);
   return launch_ft<BITS, WPT, T, NAIVE, 4>(L, ws, wait);

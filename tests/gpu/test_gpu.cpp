@@ -383,7 +383,7 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave it zero
     gemv::Weights dw = weights_of(q);
     dw.q = dq.get();
     dw.scales = ds.get();
-    for (int64_t m : {1, 9, 16}) {
+    for (int64_t m : {1, 9, 16, 24, 48}) {
       CAPTURE(n);
       CAPTURE(m);
       gemv::Epilogue epi;
@@ -444,7 +444,8 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
       const bool ft = c.spec.layout == Layout::Ft;
       const bool gemm = ft && c.spec.scheme == Scheme::Int4Sym && c.path == gemv::Path::Fast;
       std::vector<int64_t> ms = {1, 3, 8, 9, 16};
-      if (gemm) ms.insert(ms.end(), {40, 256});
+      // 17-64 rows: the copy-engine form's 4 or 8 token tiles.
+      if (gemm) ms.insert(ms.end(), {17, 32, 40, 64, 256});
       for (OutType t : {OutType::F16, OutType::BF16}) {
         if (t == OutType::BF16 && !ft) continue;  // bf16 reads the mixed-GEMM layout
         for (int64_t m : ms) {
