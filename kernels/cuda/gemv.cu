@@ -438,8 +438,8 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // (as many blocks as fit) and each block takes an equal run of units, across tile boundaries;
 // a run that starts or ends inside a tile meets the other blocks' sums in the workspace, settled
 // by a second kernel (settle_kernel) or, where each block has only a few units, by the last
-// block to finish the tile (finish_tile). Needs compute capability 9.0; M up to 64 (int4), 16
-// (int8).
+// block to finish the tile (finish_tile). Needs compute capability 9.0; M up to 64 a pass (int4;
+// more rows go in passes of 64), 16 (int8).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
 #endif
@@ -783,6 +783,21 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
       return launch_bulk<BITS, kWpt2, T, NAIVE, 4>(L, ws, wait);
     if (m > 32 && m <= 64 && bulk_fits<BITS, kWpt2, 8>(L))
       return launch_bulk<BITS, kWpt2, T, NAIVE, 8>(L, ws, wait);
+    // More rows: passes of 64 (the last one what is left) through the forms above, one after
+    // another on the stream, each leaving the workspace zero for the next. Each pass reads the
+    // weights once, where the slice form reads them once per 32 rows.
+    GemvLaunch pass = L;
+    pass.p.m = 64;
+    if (m > 64 && bulk_fits<BITS, kWpt2, 8>(pass)) {
+      for (int64_t row = 0; row < m; row += 64) {
+        pass.p.m = std::min<int64_t>(64, m - row);
+        pass.p.x = L.p.x + row * L.w.k;
+        pass.y = L.y + row * L.w.n;
+        if (std::string e = launch_ft_nt<BITS, WPT, T, NAIVE>(pass, ws, wait && row + 64 >= m); !e.empty())
+          return e;
+      }
+      return {};
+    }
   }
   if (L.p.m <= 8) return launch_ft<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
   if (L.p.m <= 16) return launch_ft<BITS, WPT, T, NAIVE, 2>(L, ws, wait);

@@ -444,8 +444,8 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
       const bool ft = c.spec.layout == Layout::Ft;
       const bool gemm = ft && c.spec.scheme == Scheme::Int4Sym && c.path == gemv::Path::Fast;
       std::vector<int64_t> ms = {1, 3, 8, 9, 16};
-      // 17-64 rows: the copy-engine form's 4 or 8 token tiles.
-      if (gemm) ms.insert(ms.end(), {17, 32, 40, 64, 256});
+      // 17-64 rows: the copy-engine form's 4 or 8 token tiles; 72 and 256: passes of 64 rows.
+      if (gemm) ms.insert(ms.end(), {17, 32, 40, 64, 72, 256});
       for (OutType t : {OutType::F16, OutType::BF16}) {
         if (t == OutType::BF16 && !ft) continue;  // bf16 reads the mixed-GEMM layout
         for (int64_t m : ms) {
