@@ -614,7 +614,8 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
     const uint32_t* wb = reinterpret_cast<const uint32_t*>(st);
     const uint16_t* sb = reinterpret_cast<const uint16_t*>(st + B::kWeightBytes);
     const uint16_t* xb = reinterpret_cast<const uint16_t*>(st + B::kWeightBytes + B::kScaleBytes);
-    // Tokens past M read the last real row: their columns of the product are never written.
+    // Tokens past M read the last real row (from four token tiles, the stage's rows past M; see
+    // stage_rows): their columns of the product are never written.
     const uint16_t* xrow = xb + (NT >= 4 ? g : min(g, rows - 1)) * B::kPitch;
     const int tok_stride = NT >= 4  ? 8 * B::kPitch
                            : NT > 1 ? (min(g + 8, rows - 1) - min(g, rows - 1)) * B::kPitch
