@@ -151,7 +151,8 @@ std::array<Best, 256> build_minimal() {
     for (int g = 0; g < 256; ++g) {
       if (prev[g].text.empty()) continue;
       if (prev[g].cost + 1 <= best[static_cast<uint8_t>(~g)].cost) {
-        offer(static_cast<uint8_t>(~g), prev[g].cost + 1, "~" + operand(prev[g], Top::Not), Top::Not);
+        offer(static_cast<uint8_t>(~g), prev[g].cost + 1,
+              std::string(1, '~').append(operand(prev[g], Top::Not)), Top::Not);
       }
       for (int h = g; h < 256; ++h) {
         if (prev[h].text.empty()) continue;

@@ -50,7 +50,10 @@ int64_t Tensor::numel() const {
 
 std::string Tensor::shape_text() const {
   std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += 'x';
+    s += std::to_string(shape[i]);
+  }
   return s.empty() ? "scalar" : s;
 }
 
