@@ -800,8 +800,8 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
       return {};
     }
   }
-  if (L.p.m <= 8) return launch_ft<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
-  if (L.p.m <= 16) return launch_ft<BITS, WPT, T, NAIVE, 2>(L, ws, wait);
+  if (m <= 8) return launch_ft<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
+  if (m <= 16) return launch_ft<BITS, WPT, T, NAIVE, 2>(L, ws, wait);
   return launch_ft<BITS, WPT, T, NAIVE, 4>(L, ws, wait);
 }
 

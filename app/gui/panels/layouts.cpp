@@ -1,6 +1,7 @@
 // Layouts: the index maps of the mixed-GEMM (FasterTransformer) weight layout drawn as heatmaps
 // by the GLSL shaders in shaders/, each in both directions with its closed form beside it, and
 // the composed tile map checked against what the active backend's permute kernel really does.
+#include <fmt/format.h>
 #include <imgui.h>
 
 #include <cmath>
@@ -375,8 +376,7 @@ void draw_layouts(Model& m, const Ui& ui) {
       ImGui::TextUnformatted("slot -> element (slot 7 .. 0, MSB left)");
       const auto h1 = s.order_fwd.draw("ofwd", ImVec2(cw * e, 2.2f * em));
       for (int c = 0; c < e; ++c)
-        cell_text(s.order_fwd, c, 0,
-                  std::string(1, 'e').append(std::to_string(static_cast<int>(s.order_fwd.value(c, 0)))), ui);
+        cell_text(s.order_fwd, c, 0, fmt::format("e{}", static_cast<int>(s.order_fwd.value(c, 0))), ui);
       ImGui::TextUnformatted("element -> slot (e0 .. e7)");
       const auto h2 = s.order_inv.draw("oinv", ImVec2(cw * e, 2.2f * em));
       for (int c = 0; c < e; ++c)
@@ -395,8 +395,7 @@ void draw_layouts(Model& m, const Ui& ui) {
       ImGui::Text("The stepper's recipe, %s: slot -> element", rs.name);
       s.recipe_order.draw("rorder", ImVec2(std::min(4.0f * em, pic_w / rs.elems) * rs.elems, 2.2f * em));
       for (int c = 0; c < rs.elems; ++c)
-        cell_text(s.recipe_order, c, 0,
-                  std::string(1, 'e').append(std::to_string(rs.order[rs.elems - 1 - c])), ui);
+        cell_text(s.recipe_order, c, 0, fmt::format("e{}", rs.order[rs.elems - 1 - c]), ui);
 
       ImGui::TableNextColumn();
       ImGui::TextUnformatted("Closed form");
