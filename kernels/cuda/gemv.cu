@@ -36,6 +36,7 @@ struct Workspace {
   unsigned* counters;
   int8_t* aq;
   gemv::ActBlock* ab;
+  uint16_t* xs;  // X as the copy-engine stages hold it (stage_x_kernel)
 };
 
 constexpr int64_t kMinCounters = 1 << 16;
@@ -47,6 +48,10 @@ int64_t counter_count(const gemv::Weights& w, int64_t m) {
   return std::max<int64_t>(kMinCounters, ((m + 7) / 8) * ((w.n + 63) / 64));
 }
 
+// Halves a row of X takes re-laid for the copy-engine stages (units of at least 64 along K, each
+// padded by 8 halves).
+int64_t staged_x_halves(int64_t k) { return k + 8 * (k / 64 + 1); }
+
 Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   char* p = static_cast<char*>(base);
   Workspace ws;
@@ -57,6 +62,8 @@ Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   ws.aq = reinterpret_cast<int8_t*>(p);
   p += align256(static_cast<size_t>(m * w.k));
   ws.ab = reinterpret_cast<gemv::ActBlock*>(p);
+  p += align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock));
+  ws.xs = reinterpret_cast<uint16_t*>(p);
   return ws;
 }
 
@@ -277,17 +284,18 @@ __device__ __forceinline__ Words<WPT> load_words(const uint32_t* p) {
 }
 
 // The fp32 sums of the current group: two sets, even and odd mma of a step, so that consecutive
-// tensor-core instructions do not wait for each other's results.
-template <int NT>
+// tensor-core instructions do not wait for each other's results (one set from four token tiles,
+// whose tiles are independent chains already; see fold_scales).
+template <int NT, int SETS = 2>
 struct GroupSums {
-  float v[2][NT][4] = {};
+  float v[SETS][NT][4] = {};
 };
 
 // One step of a warp: its lanes' weight words (channels g and g + 8) against X, whose k values for
 // token g + 8 t start at x + t * tok_stride (halves; the layout's order, 8 apart per word pair).
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SETS = 2>
 __device__ __forceinline__ void ft_step(const Words<WPT>& w0, const Words<WPT>& w1, const uint16_t* x,
-                                        int tok_stride, GroupSums<NT>& grp) {
+                                        int tok_stride, GroupSums<NT, SETS>& grp) {
   using S = FtShape<BITS, WPT>;
   using W = Words<WPT>;
   W xr[NT][S::PPW];
@@ -311,7 +319,7 @@ __device__ __forceinline__ void ft_step(const Words<WPT>& w0, const Words<WPT>& 
     const int q0 = i * S::PPW + p, q1 = q0 + S::PPW;
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
-      mma_16816<T>(grp.v[m % 2][t], pa[q0], pb[q0], pa[q1], pb[q1], xr[t][p].v[i], xr[t][p].v[i + 1]);
+      mma_16816<T>(grp.v[m % SETS][t], pa[q0], pb[q0], pa[q1], pb[q1], xr[t][p].v[i], xr[t][p].v[i + 1]);
     }
   }
 }
@@ -331,6 +339,23 @@ __device__ __forceinline__ void apply_scales(uint16_t s0, uint16_t s1, GroupSums
     acc[t][3] = fmaf(f1, g0[3] + g1[3], acc[t][3]);
 #pragma unroll
     for (int e = 0; e < 4; ++e) g0[e] = g1[e] = 0.0f;
+  }
+}
+
+// The same with one set of sums (from four token tiles, whose independent tiles keep the tensor
+// cores busy): one FFMA per output. The sums are not cleared here: the caller starts the next group
+// from zero where it knows the group's first step at compile time, so that the first mma adds to
+// zero registers instead of the sums being cleared by moves.
+template <int NT>
+__device__ __forceinline__ void fold_scales(uint16_t s0, uint16_t s1, const GroupSums<NT, 1>& grp,
+                                            float (&acc)[NT][4]) {
+  const float f0 = quant::half_to_f32(s0), f1 = quant::half_to_f32(s1);
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    acc[t][0] = fmaf(f0, grp.v[0][t][0], acc[t][0]);
+    acc[t][1] = fmaf(f0, grp.v[0][t][1], acc[t][1]);
+    acc[t][2] = fmaf(f1, grp.v[0][t][2], acc[t][2]);
+    acc[t][3] = fmaf(f1, grp.v[0][t][3], acc[t][3]);
   }
 }
 
@@ -429,9 +454,10 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // loads. A unit is 4 steps of one 64-channel tile: per column group one contiguous run of the
 // layout (1 KB for int4 with group 128), the scale rows of the groups the unit touches and the
 // unit's rows of X. Lanes of warp 0 issue one bulk copy (cp.async.bulk) per run and row into a
-// ring of stages; a stage's `full` mbarrier completes when its bytes have landed, its `empty`
-// one when every lane of the four warps is done with it (each lane arrives: one arrival a warp
-// after __syncwarp left compute-sanitizer's racecheck seeing the other lanes' reads unordered
+// ring of stages (the rows of X in one copy where stage_x_kernel has re-laid them first: from 17
+// rows, and from 12 on large matrices; see launch_bulk); a stage's `full` mbarrier completes when its bytes
+// have landed, its `empty` one when every lane of the four warps is done with it (each lane arrives: one
+// arrival a warp after __syncwarp left compute-sanitizer's racecheck seeing the other lanes' reads unordered
 // with the refill), and only then does warp 0 refill it (the other warps go on to the next
 // stage). Scales come with the stage: a separate load of them, even one unit ahead, waited
 // behind the copies in flight and set the pace. The grid is persistent
@@ -526,13 +552,41 @@ __device__ __forceinline__ void token_pair_add(float* p, int64_t tok, int64_t m,
 #endif
 
 struct BulkArgs : FtIo {
-  int64_t units;  // tiles * units per tile
+  int64_t units;       // tiles * units per tile
+  const uint16_t* xs;  // X re-laid by stage_x_kernel, or null: the stages copy X row by row
 };
 
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT>
+// X re-laid as the stages hold it, [K / KU][M][pitch] halves, so that a stage's rows of X arrive by
+// one bulk copy instead of one a row (a stage of 64 rows took 84 copies, which the lanes of warp 0
+// issue one after another). Launched before the product kernel, which waits for it at
+// griddepcontrol.wait.
+__global__ void stage_x_kernel(const uint16_t* x, uint16_t* xs, int64_t k, int rows, int ku, int pitch) {
+#ifdef DQL_BULK_COPY
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const int64_t per_row = k / 8;  // 16-byte vectors
+  const int64_t total = rows * per_row;
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < total;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = i / per_row, kk = (i - row * per_row) * 8;
+    const int64_t part = kk / ku;
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(x + row * k + kk));
+    *reinterpret_cast<uint4*>(xs + (part * rows + row) * pitch + (kk - part * ku)) = v;
+  }
+#else
+  __trap();  // the launcher takes this path on compute capability 9.0 only
+#endif
+}
+
+// SPG: how the kernel finds a group's ends. -1: counted at run time, two sets of sums (one and two
+// token tiles); from four token tiles one set, and the ends known at compile time: SPG > 0 steps
+// a group, which divides the unit (so that every unit starts a group), or 0: groups of whole
+// units (per-channel scales, long groups).
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT, int SPG, bool XS>
 __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
 #ifdef DQL_BULK_COPY
   if constexpr (SPLIT) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  // XS: launched behind stage_x_kernel (a programmatic dependent), whose X is ready after this.
+  if constexpr (XS) asm volatile("griddepcontrol.wait;" ::: "memory");
   using S = FtShape<BITS, WPT>;
   using B = BulkShape<BITS, WPT, NT>;
   using W = Words<WPT>;
@@ -566,12 +620,13 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
     const int step0 = part * B::kSteps, g0 = step0 / spg;
     const int scale_rows = (step0 + B::kSteps - 1) / spg - g0 + 1;
     unsigned char* st = smem + buf * stage_bytes;
+    const int x_copies = XS ? 1 : rows;
     if (lane == 0) {
       mbar_expect_tx(full + buf, static_cast<unsigned>(B::kWeightBytes + scale_rows * B::kChannels * 2 +
-                                                       rows * B::KU * 2));
+                                                       rows * (XS ? B::kPitch : B::KU) * 2));
     }
     __syncwarp();
-    for (int c = lane; c < B::kRuns + B::kSteps + rows; c += 32) {
+    for (int c = lane; c < B::kRuns + B::kSteps + x_copies; c += 32) {
       if (c < B::kRuns) {
         bulk_copy(st + c * B::kRunWords * 4,
                   a.q + (int64_t{tile} * B::kRuns + c) * run_stride + int64_t{part} * B::kRunWords,
@@ -583,6 +638,9 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
                     a.scales + int64_t{g0 + i} * a.n + int64_t{tile} * B::kChannels, B::kChannels * 2,
                     full + buf);
         }
+      } else if (XS) {
+        bulk_copy(st + B::kWeightBytes + B::kScaleBytes, a.xs + int64_t{part} * rows * B::kPitch,
+                  rows * B::kPitch * 2, full + buf);
       } else {
         const int t = c - B::kRuns - B::kSteps;
         bulk_copy(st + B::kWeightBytes + B::kScaleBytes + t * B::kPitch * 2,
@@ -598,17 +656,14 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
   const int w0_off = (c0 / S::I) * B::kRunWords + S::V * (c0 % S::I);
   const int w1_off = (c1 / S::I) * B::kRunWords + S::V * (c1 % S::I);
   float acc[NT][4] = {};
-  GroupSums<NT> grp;
+  constexpr int kSets = SPG < 0 ? 2 : 1;
+  GroupSums<NT, kSets> grp;
   int run_begin = u_begin, buf = 0;
   unsigned parity = 0;
   for (int i = 0; i < count; ++i) {
     const int u = u_begin + i;
     const int tile = u / per_tile, part = u - tile * per_tile;
     const bool last = part == per_tile - 1 || u == u_end - 1;  // the block's run of this tile ends
-    const int step0 = part * B::kSteps;
-    int gi = step0 / spg;
-    int left = spg - (step0 - gi * spg);  // steps of group gi still to come
-    const int g0 = gi;
     mbar_wait(full + buf, parity);
     const unsigned char* st = smem + buf * stage_bytes;
     const uint32_t* wb = reinterpret_cast<const uint32_t*>(st);
@@ -620,16 +675,40 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
     const int tok_stride = NT >= 4  ? 8 * B::kPitch
                            : NT > 1 ? (min(g + 8, rows - 1) - min(g, rows - 1)) * B::kPitch
                                     : 0;
+    if constexpr (SPG < 0) {
+      const int step0 = part * B::kSteps;
+      int gi = step0 / spg;
+      int left = spg - (step0 - gi * spg);  // steps of group gi still to come
+      const int g0 = gi;
 #pragma unroll
-    for (int j = 0; j < B::kSteps; ++j) {
-      const W w0 = *reinterpret_cast<const W*>(wb + w0_off + S::word_offset(j, r));
-      const W w1 = *reinterpret_cast<const W*>(wb + w1_off + S::word_offset(j, r));
-      ft_step<BITS, WPT, T, NAIVE, NT>(w0, w1, xrow + S::k_base(j, r), tok_stride, grp);
-      if (left == 1 || (last && j == B::kSteps - 1)) {
-        const uint16_t* row = sb + (gi - g0) * B::kChannels;
-        apply_scales<NT>(row[c0], row[c1], grp, acc);
+      for (int j = 0; j < B::kSteps; ++j) {
+        const W w0 = *reinterpret_cast<const W*>(wb + w0_off + S::word_offset(j, r));
+        const W w1 = *reinterpret_cast<const W*>(wb + w1_off + S::word_offset(j, r));
+        ft_step<BITS, WPT, T, NAIVE, NT>(w0, w1, xrow + S::k_base(j, r), tok_stride, grp);
+        if (left == 1 || (last && j == B::kSteps - 1)) {
+          const uint16_t* row = sb + (gi - g0) * B::kChannels;
+          apply_scales<NT>(row[c0], row[c1], grp, acc);
+        }
+        if (--left == 0) ++gi, left = spg;
       }
-      if (--left == 0) ++gi, left = spg;
+    } else {
+      constexpr int kSpg = SPG > 0 ? SPG : B::kSteps;  // steps of a group inside the unit
+      static_assert(B::kSteps % kSpg == 0, "a group's steps divide the unit");
+      // SPG = 0: a unit lies inside one group; the block's run may start or end inside a group.
+      const int upg = SPG == 0 ? spg / B::kSteps : 1;  // units per group
+      if (SPG == 0 && (part % upg == 0 || u == run_begin)) grp = {};
+#pragma unroll
+      for (int j = 0; j < B::kSteps; ++j) {
+        if (SPG > 0 && j % kSpg == 0) grp = {};  // known here: the first mma adds to zero registers
+        const W w0 = *reinterpret_cast<const W*>(wb + w0_off + S::word_offset(j, r));
+        const W w1 = *reinterpret_cast<const W*>(wb + w1_off + S::word_offset(j, r));
+        ft_step<BITS, WPT, T, NAIVE, NT, 1>(w0, w1, xrow + S::k_base(j, r), tok_stride, grp);
+        if (SPG > 0 && (j + 1) % kSpg == 0) {
+          const uint16_t* row = sb + (j / kSpg) * B::kChannels;
+          fold_scales<NT>(row[c0], row[c1], grp, acc);
+        }
+      }
+      if (SPG == 0 && ((part + 1) % upg == 0 || last)) fold_scales<NT>(sb[c0], sb[c1], grp, acc);
     }
     if (last) {
       const int64_t ch0 = int64_t{tile} * B::kChannels + c0, ch1 = ch0 + 8;
@@ -728,24 +807,45 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* su
 #endif
 }
 
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
-std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS>
+std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait) {
   using B = BulkShape<BITS, WPT, NT>;
-  const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU)};  // bulk_fits: under 2^31
+  const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
+                   XS ? ws.xs : nullptr};
   const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
+  cudaLaunchAttribute after[1];
+  after[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  after[0].val.programmaticStreamSerializationAllowed = 1;
+  if constexpr (XS) {
+    const int64_t vecs = a.m * (a.k / 8);
+    stage_x_kernel<<<static_cast<unsigned>(std::min<int64_t>((vecs + 255) / 256, 4 * L.sms)), 256>>>(
+        a.x, ws.xs, a.k, static_cast<int>(a.m), B::KU, B::kPitch);
+  }
+  // The product kernel: a programmatic dependent of stage_x_kernel where that ran.
+  const auto product = [&](auto kernel, int64_t blocks) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
+    cfg.blockDim = dim3(kSliceWarps * 32);
+    cfg.dynamicSmemBytes = smem;
+    cfg.attrs = after;
+    cfg.numAttrs = XS ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, a);
+  };
   // Split tiles meet through a second kernel (settle_kernel) where the blocks have several units
   // each; with fewer, the last block of each tile settles it (measured, notes/performance.md, w7).
   static Fit fit_settled, fit_fenced;
-  const auto settled = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, true>;
-  const auto fenced = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, false>;
+  const auto settled = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, true, SPG, XS>;
+  const auto fenced = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, false, SPG, XS>;
   int64_t blocks =
       std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_settled, settled, smem)} * L.sms);
   if (a.units < kSettleFrom * blocks) {
     blocks = std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_fenced, fenced, smem)} * L.sms);
-    fenced<<<static_cast<unsigned>(blocks), kSliceWarps * 32, smem>>>(a);
+    if (const cudaError_t e = product(fenced, blocks); e != cudaSuccess)
+      return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
     return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
   }
-  settled<<<static_cast<unsigned>(blocks), kSliceWarps * 32, smem>>>(a);
+  if (const cudaError_t e = product(settled, blocks); e != cudaSuccess)
+    return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>((a.n + kSettleThreads - 1) / kSettleThreads));
   cfg.blockDim = dim3(kSettleThreads);
@@ -763,13 +863,48 @@ std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
   return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
 }
 
+// How the form of NT token tiles finds a group's ends (the SPG of ft_bulk_kernel); -2 where groups
+// of this size do not fit it (4 steps a group in units of 8, for example).
+template <int BITS, int WPT, int NT>
+int bulk_spg(int64_t group) {
+  using B = BulkShape<BITS, WPT, NT>;
+  if constexpr (NT < 4) {
+    return -1;
+  } else {
+    const int64_t spg = group / B::S::KSTEP;
+    if (spg == 1 || spg == 2) return static_cast<int>(spg);
+    return spg % B::kSteps == 0 ? 0 : -2;
+  }
+}
+
+// X re-laid first (stage_x_kernel) from four token tiles, and with two from 12 rows on matrices of
+// 2^26 weights or more; not with one token tile (at most 8 copies of X a stage) or on smaller
+// matrices, where the extra launch costs more than the copies it saves (notes/performance.md, g17).
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  if constexpr (NT == 1) {
+    return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, false>(L, ws, wait);
+  } else if constexpr (NT == 2) {
+    if (L.p.m >= 12 && L.w.n * L.w.k >= (int64_t{1} << 26))
+      return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, true>(L, ws, wait);
+    return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, false>(L, ws, wait);
+  } else {
+    switch (bulk_spg<BITS, WPT, NT>(L.w.group)) {
+      case 1: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 1, true>(L, ws, wait);
+      case 2: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 2, true>(L, ws, wait);
+      default: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 0, true>(L, ws, wait);
+    }
+  }
+}
+
 // The copy-engine form where it applies: compute capability 9.0, M up to 8 * NT, whole tiles and units.
 template <int BITS, int WPT, int NT>
 bool bulk_fits(const GemvLaunch& L) {
   using B = BulkShape<BITS, WPT, NT>;
   using S = FtShape<BITS, WPT>;
   return L.cc >= 90 && L.p.m <= B::kMaxRows && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
-         L.w.group % S::KSTEP == 0 && (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
+         L.w.group % S::KSTEP == 0 && bulk_spg<BITS, WPT, NT>(L.w.group) != -2 &&
+         (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>
@@ -1320,10 +1455,14 @@ __global__ void epilogue_kernel(Out o) {
 
 }  // namespace
 
+size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m) {
+  return align256(static_cast<size_t>(m * w.n) * 4) + align256(static_cast<size_t>(counter_count(w, m)) * 4);
+}
+
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {
-  return align256(static_cast<size_t>(m * w.n) * 4) + align256(static_cast<size_t>(counter_count(w, m)) * 4) +
-         align256(static_cast<size_t>(m * w.k)) +
-         align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock));
+  return gemv_workspace_zeroed_bytes(w, m) + align256(static_cast<size_t>(m * w.k)) +
+         align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock)) +
+         align256(static_cast<size_t>(std::min<int64_t>(m, 64) * staged_x_halves(w.k)) * 2);
 }
 
 std::string gemv_run(const GemvLaunch& L, bool wait) {

@@ -13,12 +13,16 @@ struct GemvLaunch {
   gemv::Weights w;  // device pointers
   gemv::Problem p;  // x and bias are device pointers
   uint16_t* y;      // [M, N]
-  void* workspace;  // gemv_workspace_bytes(w, m), zero before the first call; the kernels leave it zero
+  void* workspace;  // gemv_workspace_bytes(w, m), zero before the first call (see below)
   int sms;          // multiprocessors of the device
   int cc;           // compute capability, 10 * major + minor
 };
 
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m);
+// Its first bytes, the partial sums and arrival counters, which the kernels leave zero for the next
+// call; the rest is scratch they overwrite (X re-laid for the copy-engine stages, int8 activations
+// of the online path).
+size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m);
 
 // Every path but cuBLAS (the backend calls cuBLAS itself and then gemv_epilogue).
 std::string gemv_run(const GemvLaunch& a, bool wait = true);
