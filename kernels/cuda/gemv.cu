@@ -2,6 +2,8 @@
 // pieces in gemv/gemv.hpp (word conversion, activation quantization, epilogue); the
 // arrangement (who does what, how bytes move) is described with each kernel and measured in
 // notes/performance.md.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -453,19 +455,20 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // The same warps and arithmetic as the slice form, fed by the copy engine instead of per-lane
 // loads. A unit is 4 steps of one 64-channel tile: per column group one contiguous run of the
 // layout (1 KB for int4 with group 128), the scale rows of the groups the unit touches and the
-// unit's rows of X. Lanes of warp 0 issue one bulk copy (cp.async.bulk) per run and row into a
-// ring of stages (the rows of X in one copy where stage_x_kernel has re-laid them first: from 17
-// rows, and from 12 on large matrices; see launch_bulk); a stage's `full` mbarrier completes when its bytes
-// have landed, its `empty` one when every lane of the four warps is done with it (each lane arrives: one
-// arrival a warp after __syncwarp left compute-sanitizer's racecheck seeing the other lanes' reads unordered
-// with the refill), and only then does warp 0 refill it (the other warps go on to the next
-// stage). Scales come with the stage: a separate load of them, even one unit ahead, waited
-// behind the copies in flight and set the pace. The grid is persistent
-// (as many blocks as fit) and each block takes an equal run of units, across tile boundaries;
-// a run that starts or ends inside a tile meets the other blocks' sums in the workspace, settled
-// by a second kernel (settle_kernel) or, where each block has only a few units, by the last
-// block to finish the tile (finish_tile). Needs compute capability 9.0; M up to 64 a pass (int4;
-// more rows go in passes of 64), 16 (int8).
+// unit's rows of X. Warp 0 fills a ring of stages: the unit's weight runs as one box of a 2D
+// tensor map (cp.async.bulk.tensor; one bulk copy per run before, each issued lane by lane),
+// then one bulk copy (cp.async.bulk) per scale row and row of X (the rows of X in one copy where
+// stage_x_kernel has re-laid them first: from 17 rows, and from 12 on large matrices; see
+// launch_bulk). A stage's `full` mbarrier completes when its bytes have landed, its `empty` one
+// when every lane of the four warps is done with it (each lane arrives: one arrival a warp after
+// __syncwarp left compute-sanitizer's racecheck seeing the other lanes' reads unordered with the
+// refill), and only then does warp 0 refill it (the other warps go on to the next stage). Scales
+// come with the stage: a separate load of them, even one unit ahead, waited behind the copies in
+// flight and set the pace. The grid is persistent (as many blocks as fit) and each block takes an
+// equal run of units, across tile boundaries; a run that starts or ends inside a tile meets the
+// other blocks' sums in the workspace, settled by a second kernel (settle_kernel) or, where each
+// block has only a few units, by the last block to finish the tile (finish_tile). Needs compute
+// capability 9.0; M up to 64 a pass (int4; more rows go in passes of 64), 16 (int8).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
 #endif
@@ -497,7 +500,8 @@ struct BulkShape {
   // and an mma's output column depends on its own X column only).
   static __host__ __device__ int64_t stage_rows(int64_t m) { return NT >= 4 ? kMaxRows : m; }
   static __host__ __device__ int64_t stage_bytes(int64_t m) {
-    return kWeightBytes + kScaleBytes + stage_rows(m) * kPitch * 2;
+    // Whole 128-byte lines: the tensor copy's destination is 128-byte aligned.
+    return (kWeightBytes + kScaleBytes + stage_rows(m) * kPitch * 2 + 127) / 128 * 128;
   }
 };
 
@@ -525,6 +529,16 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
         : "r"(smem_addr(bar)), "r"(parity)
         : "memory");
   } while (!done);
+}
+// A box of a 2D tensor map (coordinates x along the inner dimension, y along the outer) into
+// shared memory, completing on `bar`.
+__device__ __forceinline__ void tensor_copy_2d(void* dst, const CUtensorMap* map, int x, int y,
+                                               uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
+      : "memory");
 }
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
   asm volatile(
@@ -582,7 +596,8 @@ __global__ void stage_x_kernel(const uint16_t* x, uint16_t* xs, int64_t k, int r
 // a group, which divides the unit (so that every unit starts a group), or 0: groups of whole
 // units (per-channel scales, long groups).
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT, int SPG, bool XS>
-__global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
+__global__ void __launch_bounds__(kSliceWarps * 32)
+    ft_bulk_kernel(BulkArgs a, const __grid_constant__ CUtensorMap wmap) {
 #ifdef DQL_BULK_COPY
   if constexpr (SPLIT) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   // XS: launched behind stage_x_kernel (a programmatic dependent), whose X is ready after this.
@@ -601,8 +616,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
   const int u_begin = static_cast<int>(a.units * blockIdx.x / gridDim.x);
   const int u_end = static_cast<int>(a.units * (blockIdx.x + 1) / gridDim.x);
   const int count = u_end - u_begin;
-  const int spg = a.group / S::KSTEP;            // steps per group
-  const int64_t run_stride = a.k * S::I / S::E;  // words of one column group
+  const int spg = a.group / S::KSTEP;  // steps per group
 
   if (threadIdx.x == 0) {
     for (int i = 0; i < B::kStages; ++i) {
@@ -613,8 +627,10 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
   }
   __syncthreads();
 
-  // Warp 0 fills a stage: lane 0 announces its bytes, then the lanes issue one copy each: the
-  // weight runs, the scale rows of the groups the unit touches, the X rows.
+  // Warp 0 fills a stage: lane 0 announces its bytes and copies the unit's weights, the runs of
+  // its 16 column groups, as one box of the tensor map `wmap` ([N / I column groups][their words]);
+  // the lanes then issue one copy each for the scale rows of the groups the unit touches and X
+  // (one copy where stage_x_kernel re-laid it, else one a row).
   const auto issue = [&](int u, int buf) {
     const int tile = u / per_tile, part = u - tile * per_tile;
     const int step0 = part * B::kSteps, g0 = step0 / spg;
@@ -624,25 +640,21 @@ __global__ void __launch_bounds__(kSliceWarps * 32) ft_bulk_kernel(BulkArgs a) {
     if (lane == 0) {
       mbar_expect_tx(full + buf, static_cast<unsigned>(B::kWeightBytes + scale_rows * B::kChannels * 2 +
                                                        rows * (XS ? B::kPitch : B::KU) * 2));
+      tensor_copy_2d(st, &wmap, part * B::kRunWords, tile * B::kRuns, full + buf);
     }
     __syncwarp();
-    for (int c = lane; c < B::kRuns + B::kSteps + x_copies; c += 32) {
-      if (c < B::kRuns) {
-        bulk_copy(st + c * B::kRunWords * 4,
-                  a.q + (int64_t{tile} * B::kRuns + c) * run_stride + int64_t{part} * B::kRunWords,
-                  B::kRunWords * 4, full + buf);
-      } else if (c < B::kRuns + B::kSteps) {
-        const int i = c - B::kRuns;
-        if (i < scale_rows) {
-          bulk_copy(st + B::kWeightBytes + i * B::kChannels * 2,
-                    a.scales + int64_t{g0 + i} * a.n + int64_t{tile} * B::kChannels, B::kChannels * 2,
+    for (int c = lane; c < B::kSteps + x_copies; c += 32) {
+      if (c < B::kSteps) {
+        if (c < scale_rows) {
+          bulk_copy(st + B::kWeightBytes + c * B::kChannels * 2,
+                    a.scales + int64_t{g0 + c} * a.n + int64_t{tile} * B::kChannels, B::kChannels * 2,
                     full + buf);
         }
       } else if (XS) {
         bulk_copy(st + B::kWeightBytes + B::kScaleBytes, a.xs + int64_t{part} * rows * B::kPitch,
                   rows * B::kPitch * 2, full + buf);
       } else {
-        const int t = c - B::kRuns - B::kSteps;
+        const int t = c - B::kSteps;
         bulk_copy(st + B::kWeightBytes + B::kScaleBytes + t * B::kPitch * 2,
                   a.x + t * a.k + int64_t{part} * B::KU, B::KU * 2, full + buf);
       }
@@ -807,11 +819,44 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* su
 #endif
 }
 
+// The weights as a 2D tensor map for the copy engine: its rows are the layout's column groups
+// (`words` each), and a box is one unit of a tile (`box_groups` runs of `box_words`). The encoder
+// comes from the driver through the runtime (no link to libcuda); false where it is missing or
+// refuses the shape, and the launcher then takes the per-lane form.
+bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t words, unsigned box_words,
+                unsigned box_groups) {
+  using Encode = PFN_cuTensorMapEncodeTiled_v12000;
+  static const Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    const cudaError_t e =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<Encode>(fn) : nullptr;
+  }();
+  if (!encode) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(words), static_cast<cuuint64_t>(groups)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(words) * 4};
+  const cuuint32_t box[2] = {box_words, box_groups};
+  const cuuint32_t unit[2] = {1, 1};
+  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, const_cast<uint32_t*>(q), dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS>
 std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait) {
   using B = BulkShape<BITS, WPT, NT>;
   const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
                    XS ? ws.xs : nullptr};
+  using S = FtShape<BITS, WPT>;
+  static_assert(B::kRunWords <= 256 && B::kRuns <= 256, "a tensor-map box is at most 256 a side");
+  CUtensorMap wmap;
+  if (!weight_map(&wmap, L.w.q, L.w.n / S::I, L.w.k * S::I / S::E, B::kRunWords, B::kRuns))
+    return launch_ft<BITS, WPT, T, NAIVE, std::min(NT, 4)>(L, ws, wait);  // the per-lane form
   const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
   cudaLaunchAttribute after[1];
   after[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -829,7 +874,7 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     cfg.dynamicSmemBytes = smem;
     cfg.attrs = after;
     cfg.numAttrs = XS ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, a);
+    return cudaLaunchKernelEx(&cfg, kernel, a, wmap);
   };
   // Split tiles meet through a second kernel (settle_kernel) where the blocks have several units
   // each; with fewer, the last block of each tile settles it (measured, notes/performance.md, w7).
