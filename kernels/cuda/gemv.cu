@@ -789,7 +789,10 @@ int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
   return v;
 }
 
-constexpr int kSettleFrom = 4;  // units per block from which split tiles meet in settle_kernel
+// Units per block from which split tiles meet in settle_kernel: from 3 (not 4) settling was 1.07-1.18x
+// faster where blocks had 3.1-3.9 units (8192x8192 and 16384x4096 at 4-9 rows) and the same
+// elsewhere; with 1.3 units (4096x4096 at 16 rows) the fenced form stays (notes/performance.md, g21).
+constexpr int kSettleFrom = 3;
 
 // Split tiles settled by a second kernel: the product kernel adds every block's partial sums into
 // the [N, M] workspace (reductions only: no fence, no arrival counter, no block waits), and this
