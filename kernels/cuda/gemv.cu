@@ -455,20 +455,21 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // The same warps and arithmetic as the slice form, fed by the copy engine instead of per-lane
 // loads. A unit is 4 steps of one 64-channel tile: per column group one contiguous run of the
 // layout (1 KB for int4 with group 128), the scale rows of the groups the unit touches and the
-// unit's rows of X. Warp 0 fills a ring of stages: the unit's weight runs as one box of a 2D
-// tensor map (cp.async.bulk.tensor; one bulk copy per run before, each issued lane by lane),
-// then one bulk copy (cp.async.bulk) per scale row and row of X (the rows of X in one copy where
-// stage_x_kernel has re-laid them first: from 17 rows, and from 12 on large matrices; see
-// launch_bulk). A stage's `full` mbarrier completes when its bytes have landed, its `empty` one
-// when every lane of the four warps is done with it (each lane arrives: one arrival a warp after
-// __syncwarp left compute-sanitizer's racecheck seeing the other lanes' reads unordered with the
-// refill), and only then does warp 0 refill it (the other warps go on to the next stage). Scales
-// come with the stage: a separate load of them, even one unit ahead, waited behind the copies in
-// flight and set the pace. The grid is persistent (as many blocks as fit) and each block takes an
-// equal run of units, across tile boundaries; a run that starts or ends inside a tile meets the
-// other blocks' sums in the workspace, settled by a second kernel (settle_kernel) or, where each
-// block has only a few units, by the last block to finish the tile (finish_tile). Needs compute
-// capability 9.0; M up to 64 a pass (int4; more rows go in passes of 64), 16 (int8).
+// unit's rows of X. Warp 0 fills a ring of stages: the unit's weight runs as one box of a 2D tensor
+// map (cp.async.bulk.tensor; one bulk copy per run before, each issued lane by lane), the scale
+// rows of the groups it touches as one box of a tensor map of the scales where every unit touches
+// as many (else one bulk copy a row), then one bulk copy (cp.async.bulk) per row of X (the rows of
+// X in one copy where stage_x_kernel has re-laid them first: from 17 rows, and from 12 on large
+// matrices; see launch_bulk). A stage's `full` mbarrier completes when its bytes have landed, its
+// `empty` one when every lane of the four warps is done with it (each lane arrives: one arrival a
+// warp after __syncwarp left compute-sanitizer's racecheck seeing the other lanes' reads unordered
+// with the refill), and only then does warp 0 refill it (the other warps go on to the next stage).
+// Scales come with the stage: a separate load of them, even one unit ahead, waited behind the
+// copies in flight and set the pace. The grid is persistent (as many blocks as fit) and each block
+// takes an equal run of units, across tile boundaries; a run that starts or ends inside a tile
+// meets the other blocks' sums in the workspace, settled by a second kernel (settle_kernel) or,
+// where each block has only a few units, by the last block to finish the tile (finish_tile). Needs
+// compute capability 9.0; M up to 64 a pass (int4; more rows go in passes of 64), 16 (int8).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
 #endif
@@ -568,6 +569,7 @@ __device__ __forceinline__ void token_pair_add(float* p, int64_t tok, int64_t m,
 struct BulkArgs : FtIo {
   int64_t units;       // tiles * units per tile
   const uint16_t* xs;  // X re-laid by stage_x_kernel, or null: the stages copy X row by row
+  int scale_box;       // scale rows every unit touches, copied as one box of `smap`; 0: a copy a row
 };
 
 // X re-laid as the stages hold it, [K / KU][M][pitch] halves, so that a stage's rows of X arrive by
@@ -597,7 +599,8 @@ __global__ void stage_x_kernel(const uint16_t* x, uint16_t* xs, int64_t k, int r
 // units (per-channel scales, long groups).
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT, int SPG, bool XS>
 __global__ void __launch_bounds__(kSliceWarps * 32)
-    ft_bulk_kernel(BulkArgs a, const __grid_constant__ CUtensorMap wmap) {
+    ft_bulk_kernel(BulkArgs a, const __grid_constant__ CUtensorMap wmap,
+                   const __grid_constant__ CUtensorMap smap) {
 #ifdef DQL_BULK_COPY
   if constexpr (SPLIT) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   // XS: launched behind stage_x_kernel (a programmatic dependent), whose X is ready after this.
@@ -628,8 +631,9 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
   __syncthreads();
 
   // Warp 0 fills a stage: lane 0 announces its bytes and copies the unit's weights, the runs of
-  // its 16 column groups, as one box of the tensor map `wmap` ([N / I column groups][their words]);
-  // the lanes then issue one copy each for the scale rows of the groups the unit touches and X
+  // its 16 column groups, as one box of the tensor map `wmap` ([N / I column groups][their words]),
+  // and the scale rows of the groups the unit touches as one box of `smap` ([K / G][N]) where
+  // a.scale_box says so; the lanes then issue one copy each for the scale rows otherwise and X
   // (one copy where stage_x_kernel re-laid it, else one a row).
   const auto issue = [&](int u, int buf) {
     const int tile = u / per_tile, part = u - tile * per_tile;
@@ -641,11 +645,12 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
       mbar_expect_tx(full + buf, static_cast<unsigned>(B::kWeightBytes + scale_rows * B::kChannels * 2 +
                                                        rows * (XS ? B::kPitch : B::KU) * 2));
       tensor_copy_2d(st, &wmap, part * B::kRunWords, tile * B::kRuns, full + buf);
+      if (a.scale_box > 0) tensor_copy_2d(st + B::kWeightBytes, &smap, tile * B::kChannels, g0, full + buf);
     }
     __syncwarp();
     for (int c = lane; c < B::kSteps + x_copies; c += 32) {
       if (c < B::kSteps) {
-        if (c < scale_rows) {
+        if (a.scale_box == 0 && c < scale_rows) {
           bulk_copy(st + B::kWeightBytes + c * B::kChannels * 2,
                     a.scales + int64_t{g0 + c} * a.n + int64_t{tile} * B::kChannels, B::kChannels * 2,
                     full + buf);
@@ -822,12 +827,13 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* su
 #endif
 }
 
-// The weights as a 2D tensor map for the copy engine: its rows are the layout's column groups
-// (`words` each), and a box is one unit of a tile (`box_groups` runs of `box_words`). The encoder
-// comes from the driver through the runtime (no link to libcuda); false where it is missing or
-// refuses the shape, and the launcher then takes the per-lane form.
-bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t words, unsigned box_words,
-                unsigned box_groups) {
+// A 2D tensor map for the copy engine (`outer` rows of `inner` elements, boxes of `box_outer` x
+// `box_inner`). The encoder comes from the driver through the runtime (no link to libcuda); false
+// where it is missing or refuses the shape. The weights' map: its rows are the layout's column
+// groups (`words` each), and a box is one unit of a tile (`box_groups` runs of `box_words`); where
+// it cannot be made the launcher takes the per-lane form.
+bool tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, unsigned elem_bytes, const void* base,
+                   int64_t inner, int64_t outer, unsigned box_inner, unsigned box_outer) {
   using Encode = PFN_cuTensorMapEncodeTiled_v12000;
   static const Encode encode = [] {
     void* fn = nullptr;
@@ -841,21 +847,35 @@ bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t wor
     return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<Encode>(fn) : nullptr;
   }();
   if (!encode) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(words), static_cast<cuuint64_t>(groups)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(words) * 4};
-  const cuuint32_t box[2] = {box_words, box_groups};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(inner) * elem_bytes};
+  const cuuint32_t box[2] = {box_inner, box_outer};
   const cuuint32_t unit[2] = {1, 1};
-  return encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 2, const_cast<uint32_t*>(q), dims, strides, box, unit,
+  return encode(map, type, 2, const_cast<void*>(base), dims, strides, box, unit,
                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t words, unsigned box_words,
+                unsigned box_groups) {
+  return tensor_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, q, words, groups, box_words, box_groups);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS>
 std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait) {
   using B = BulkShape<BITS, WPT, NT>;
-  const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
-                   XS ? ws.xs : nullptr};
   using S = FtShape<BITS, WPT>;
+  // The scale rows of a unit as one box of a 2D map of the scales ([K / G rows][N halves]) where
+  // every unit touches the same number of them, starting at its first group: groups of whole units
+  // (one row) or units of whole groups; other groups keep a copy a row. Against a copy a row:
+  // 1.03-1.05x at 16 rows of X, the same at 1 and 8 (notes/performance.md, g22).
+  const int64_t spg = L.w.group / S::KSTEP;
+  int scale_box = spg % B::kSteps == 0 ? 1 : (B::kSteps % spg == 0 ? static_cast<int>(B::kSteps / spg) : 0);
+  CUtensorMap smap{};
+  if (scale_box > 0 && !tensor_map_2d(&smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, L.w.scales, L.w.n,
+                                      L.w.k / L.w.group, B::kChannels, static_cast<unsigned>(scale_box)))
+    scale_box = 0;
+  const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
+                   XS ? ws.xs : nullptr, scale_box};
   static_assert(B::kRunWords <= 256 && B::kRuns <= 256, "a tensor-map box is at most 256 a side");
   CUtensorMap wmap;
   if (!weight_map(&wmap, L.w.q, L.w.n / S::I, L.w.k * S::I / S::E, B::kRunWords, B::kRuns))
@@ -877,7 +897,7 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     cfg.dynamicSmemBytes = smem;
     cfg.attrs = after;
     cfg.numAttrs = XS ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, a, wmap);
+    return cudaLaunchKernelEx(&cfg, kernel, a, wmap, smap);
   };
   // Split tiles meet through a second kernel (settle_kernel) where the blocks have several units
   // each; with fewer, the last block of each tile settles it (measured, notes/performance.md, w7).
