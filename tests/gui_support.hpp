@@ -48,10 +48,13 @@ struct GuiRun {
 };
 
 // `program args` under a fresh Xvfb screen of `screen` (WxHxD); the output goes through `log`.
+// The X authority file is named (beside the log) so that xvfb-run makes no temporary folder of its
+// own: removing that folder while its Xvfb was still up failed now and then under parallel tests,
+// and xvfb-run then exits 5 whatever the program returned.
 inline GuiRun run_under_xvfb(const std::string& program, const std::string& args, const std::string& screen,
                              const std::string& log) {
-  const std::string cmd =
-      "xvfb-run -a -s '-screen 0 " + screen + "' " + program + " " + args + " > " + log + " 2>&1";
+  const std::string cmd = "xvfb-run -a -f " + log + ".xauth -s '-screen 0 " + screen + "' " + program + " " +
+                          args + " > " + log + " 2>&1";
   GuiRun r;
   const int rc = std::system(cmd.c_str());
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
