@@ -864,6 +864,10 @@ template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS>
 std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait) {
   using B = BulkShape<BITS, WPT, NT>;
   using S = FtShape<BITS, WPT>;
+  static_assert(B::kRunWords <= 256 && B::kRuns <= 256, "a tensor-map box is at most 256 a side");
+  CUtensorMap wmap;
+  if (!weight_map(&wmap, L.w.q, L.w.n / S::I, L.w.k * S::I / S::E, B::kRunWords, B::kRuns))
+    return launch_ft<BITS, WPT, T, NAIVE, std::min(NT, 4)>(L, ws, wait);  // the per-lane form
   // The scale rows of a unit as one box of a 2D map of the scales ([K / G rows][N halves]) where
   // every unit touches the same number of them, starting at its first group: groups of whole units
   // (one row) or units of whole groups; other groups keep a copy a row. Against a copy a row:
@@ -876,10 +880,6 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     scale_box = 0;
   const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
                    XS ? ws.xs : nullptr, scale_box};
-  static_assert(B::kRunWords <= 256 && B::kRuns <= 256, "a tensor-map box is at most 256 a side");
-  CUtensorMap wmap;
-  if (!weight_map(&wmap, L.w.q, L.w.n / S::I, L.w.k * S::I / S::E, B::kRunWords, B::kRuns))
-    return launch_ft<BITS, WPT, T, NAIVE, std::min(NT, 4)>(L, ws, wait);  // the per-lane form
   const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
   cudaLaunchAttribute after[1];
   after[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
