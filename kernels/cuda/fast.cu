@@ -5,8 +5,15 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+
 #include "codebook.cuh"
 #include "fast.hpp"
+#include "kernels/bits/divide.hpp"
 
 namespace dql::cuda {
 
@@ -60,13 +67,14 @@ __device__ void warp_store(uint4* run, uint4* stage, const uint4 (&mine)[P]) {
   __syncwarp();
 }
 
-// ---- dequant, plain layouts: four words per thread, each word's results in one store ----------
+// ---- dequant, plain layouts: two words per thread, each word's results in one store -----------
 
 // A unit is 8 consecutive elements of a row (one int4 word, two int8 words), written as one
-// 16-byte store; a thread takes U units kThreads apart, all loads issued first. U is 8 when a
-// row has at least 2048 units and 4 otherwise, so that short rows leave no threads idle
-// (measured, notes/performance.md).
-int units_for_row(int64_t row_units) { return row_units >= 2048 ? 8 : 4; }
+// 16-byte store; a thread takes kPlainUnits units kThreads apart, all loads issued first (NF4's
+// absmax loads with them). Two units rather than four (K = 8192) or eight (K >= 16384): on the
+// H200 0.3-0.9 points of the copy more at K = 8192 and 2-4 more at K = 28672, as a kernel that
+// only moves the same bytes shows (notes/experiments/stream_ceiling.cu; notes/performance.md, v8).
+constexpr int kPlainUnits = 2;
 
 // The grid is 2-D (units of a row, rows), so no thread divides a 64-bit index: the row comes from
 // blockIdx.y, the group from a shift (G is a power of two) or is 0 (one scale per row).
@@ -82,6 +90,9 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
   for (int64_t n = blockIdx.y; n < a.n; n += gridDim.y) {
     const int64_t row_unit0 = n * row_units;
     uint32_t w[kUnits][W];
+    uint32_t absmax[kUnits];  // NF4
+    // The index of the scale (absmax) of element k0 of the row.
+    const auto param = [&](uint32_t k0) { return n * groups + (group_shift < 0 ? 0u : (k0 >> group_shift)); };
 #pragma unroll
     for (int j = 0; j < kUnits; ++j) {
       const uint32_t u = base + j * kThreads;
@@ -93,6 +104,16 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
         w[j][0] = x.x, w[j][1] = x.y;
       }
     }
+    if constexpr (kNf4) {
+      // Issued beside the words, not one per unit after them: NF4 at K = 8192 on the H200 89.3 ->
+      // 90.0% of the copy (the fp16 scales of the other recipes gained nothing this way).
+#pragma unroll
+      for (int j = 0; j < kUnits; ++j) {
+        const uint32_t u = base + j * kThreads;
+        const uint32_t k0 = (u < row_units ? u : 0u) * 8u;
+        absmax[j] = quant::bits_of_f32(__ldg(a.absmax + param(k0)));
+      }
+    }
 #pragma unroll
     for (int j = 0; j < kUnits; ++j) {
       // Lanes past the row's end compute on zero words (the code-book shuffles need the whole
@@ -100,14 +121,12 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
       const uint32_t u = base + j * kThreads;
       const bool live = u < row_units;
       const uint32_t k0 = (live ? u : 0u) * 8u;
-      const int64_t p = n * groups + (group_shift < 0 ? 0u : (k0 >> group_shift));
       uint32_t v[4];
       if constexpr (kNf4) {
-        const uint32_t absmax = quant::bits_of_f32(__ldg(a.absmax + p));
         uint32_t s16[8];
-        quant::convert_word(Id, false, w[j][0], 0u, absmax, s16, v, book);
+        quant::convert_word(Id, false, w[j][0], 0u, absmax[j], s16, v, book);
       } else {
-        const uint32_t s = __ldg(a.scales + p);
+        const uint32_t s = __ldg(a.scales + param(k0));
         const uint32_t s16[8] = {s, s, s, s, s, s, s, s};
 #pragma unroll
         for (int h = 0; h < W; ++h)
@@ -128,11 +147,34 @@ template <int Bits>
 struct FtTile {
   static constexpr __host__ __device__ layouts::FtGeometry geom() { return layouts::FtGeometry{Bits}; }
   static constexpr int E = 32 / Bits, I = Bits == 4 ? 4 : 2, V = 64 / E, RG = Bits == 4 ? 32 : 16;
-  // The (tile of 64 rows, column n) of chunk t: chunks run [column group][tile][column in group].
-  static __device__ void locate(int64_t t, int64_t tiles_k, int64_t& tile, int64_t& n) {
-    const int64_t rem = t % (tiles_k * I);
-    tile = rem / I;
-    n = (t / (tiles_k * I)) * I + rem % I;
+  // The (tile of 64 rows, column n) of chunk t: chunks run [column group][tile][column in group],
+  // a column group's `chunks` = tiles_k * I. Narrow: t below 2^31, divided by the multiplier
+  // found on the host (bits::divide: a multiply-high, an add and a shift); otherwise the 64-bit
+  // division, a subroutine of some 70 instructions. Narrow, with one division a thread instead
+  // of two, took the int4 permute's inverse at 8192x8192 on the H200 from 79 to 84% of the copy
+  // (notes/performance.md, v9).
+  template <bool Narrow>
+  static __device__ void locate(int64_t t, bits::FixedDivisor chunks, int64_t& tile, int64_t& n) {
+    uint64_t group, rem;
+    if constexpr (Narrow) {
+      const uint32_t q = bits::divide(static_cast<uint32_t>(t), chunks);
+      group = q, rem = static_cast<uint32_t>(t) - q * chunks.d;
+    } else {
+      group = static_cast<uint64_t>(t) / chunks.d, rem = static_cast<uint64_t>(t) % chunks.d;
+    }
+    tile = static_cast<int64_t>(rem / I);
+    n = static_cast<int64_t>(group * I + rem % I);
+  }
+  // Chunk t and the warp's first chunk t - lane by one division, where a warp's 32 chunks lie in
+  // one column group (the staged forms: `chunks` is then a multiple of 32).
+  template <bool Narrow>
+  static __device__ void locate_warp(int64_t t, int lane, bits::FixedDivisor chunks, int64_t& tile0,
+                                     int64_t& n0, int64_t& tile, int64_t& n) {
+    locate<Narrow>(t - lane, chunks, tile0, n0);
+    const uint64_t first = static_cast<uint64_t>(n0) / I * I;  // the column group's first column
+    const uint64_t rem = static_cast<uint64_t>(tile0) * I + (static_cast<uint64_t>(n0) - first) + lane;
+    tile = static_cast<int64_t>(rem / I);
+    n = static_cast<int64_t>(first + rem % I);
   }
   // Tile-local output column of element e of word j (the row permutation undone).
   static constexpr __host__ __device__ int column(int j, int e) {
@@ -144,20 +186,28 @@ struct FtTile {
 // With K a multiple of 64 * 32 / I, a warp's 32 chunks are 32 / I consecutive tiles of I rows;
 // the results then go through shared memory so that every store instruction of the warp writes
 // 512 contiguous bytes of one row (`Staged`). Otherwise each thread stores its own 128 bytes.
-template <RecipeId Id, bool Staged>
-__global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
+// `per_group` divides by a column group's chunks, `group` rows of K by the group size (Narrow:
+// ft_index).
+template <RecipeId Id, bool Staged, bool Narrow>
+__global__ void __launch_bounds__(kThreads)
+    dequant_ft_kernel(DequantArgs a, bits::FixedDivisor per_group, bits::FixedDivisor group) {
   constexpr int B = recipes::recipe_bits(Id);
   using T = FtTile<B>;
   __shared__ uint4 stage[Staged ? kThreads * 8 : 1];
   const int64_t tiles_k = a.k / 64;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (t >= a.n * tiles_k) return;  // whole warps only, when staged
-  int64_t tile, n;
-  T::locate(t, tiles_k, tile, n);
+  const int lane = threadIdx.x % 32;
+  int64_t tile, n, tile0 = 0, n0 = 0;  // the thread's chunk and (staged) the warp's first
+  if constexpr (Staged) {
+    T::template locate_warp<Narrow>(t, lane, per_group, tile0, n0, tile, n);
+  } else {
+    T::template locate<Narrow>(t, per_group, tile, n);
+  }
   uint32_t w[T::V];
   uint4 chunks[T::V / 4];
   if constexpr (Staged) {
-    const int64_t t0 = t - threadIdx.x % 32;
+    const int64_t t0 = t - lane;
     warp_load<T::V / 4>(reinterpret_cast<const uint4*>(a.qwords + t0 * T::V),
                         stage + (threadIdx.x / 32) * 256, chunks);
   } else {
@@ -171,8 +221,12 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
           w[4 * i + 3] = chunks[i].w;
   }
   // Every 32-row half of the tile lies in one group (G is a multiple of 32).
-  const uint32_t s_lo = __ldg(a.scales + (tile * 64 / a.group) * a.n + n);
-  const uint32_t s_hi = __ldg(a.scales + ((tile * 64 + 32) / a.group) * a.n + n);
+  const auto group_of = [&](int64_t k) -> int64_t {
+    if constexpr (Narrow) return bits::divide(static_cast<uint32_t>(k), group);  // K < 2^31 (ft_index)
+    return k / a.group;
+  };
+  const uint32_t s_lo = __ldg(a.scales + group_of(tile * 64) * a.n + n);
+  const uint32_t s_hi = __ldg(a.scales + group_of(tile * 64 + 32) * a.n + n);
   uint32_t out[32];  // 64 results, two per register, in column order
 #pragma unroll
   for (int j = 0; j < T::V; ++j) {
@@ -190,7 +244,6 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
       __stcs(dst + i, make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]));
   } else {
     // Chunk p of lane L sits at L * 8 + (p ^ (L % 8)): conflict-free both ways.
-    const int lane = threadIdx.x % 32;
     uint4* mine = stage + (threadIdx.x / 32) * 256;
 #pragma unroll
     for (int p = 0; p < 8; ++p) {
@@ -199,8 +252,6 @@ __global__ void __launch_bounds__(kThreads) dequant_ft_kernel(DequantArgs a) {
     }
     __syncwarp();
     constexpr int kTiles = 32 / T::I;  // tiles per warp; each row segment is kTiles * 128 bytes
-    int64_t tile0, n0;                 // the warp's first chunk
-    T::locate(t - lane, tiles_k, tile0, n0);
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       const int s = i * 32 + lane;  // (row, tile, part) order: contiguous in memory
@@ -232,11 +283,26 @@ __device__ void awq_group_params(const DequantArgs& a, int64_t g, int64_t c, uin
 constexpr int kAwqRows = 16;                   // rows of K per thread (8 measured slower: notes, a1)
 constexpr int kAwqTileK = 8 * kAwqRows;        // rows of K per block
 constexpr int kAwqSmem = 256 * kAwqRows * 16;  // 256 output rows of kAwqTileK values
+constexpr uint32_t kAwqSetWidth = 2;           // column ranges a set (the block order below)
 
-__global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs a) {
+// Block order: the blocks running at once should write long runs of each output row (4 in 5 bytes
+// are writes). Column ranges (32 word columns, 256 output rows) go in sets of `width`; inside a
+// set the ranges alternate and the K tiles follow one another, so the blocks in flight write
+// whole rows of a few ranges and read runs of width x 128 bytes of the quantized rows. The old
+// order (the ranges of one K tile side by side) wrote 256-byte pieces of every row. Against it,
+// sets of two on the H200: 84.6 -> 88.5% of the copy at 8192x8192, 87.2 -> 90.4% at 8192x28672;
+// sets of one or four were 1-2 points behind two (notes/performance.md, a6). `set` divides by the
+// blocks of a set (width x the K tiles), `group` rows of K by the group size (K below 2^31: the
+// launcher).
+__global__ void __launch_bounds__(kThreads)
+    dequant_awq_tiled_kernel(DequantArgs a, uint32_t width, bits::FixedDivisor set,
+                             bits::FixedDivisor group) {
   extern __shared__ uint4 tile[];  // [256 rows][kAwqRows chunks], chunk index swizzled
   const int64_t cols = a.n / 8;
-  const int64_t c0 = (blockIdx.x % (cols / 32)) * 32, k0 = (blockIdx.x / (cols / 32)) * kAwqTileK;
+  const uint32_t ranges = static_cast<uint32_t>(cols / 32);
+  const uint32_t s = bits::divide(blockIdx.x, set), r = blockIdx.x - s * set.d;
+  const uint32_t here = min(width, ranges - s * width);  // the last set may be narrower
+  const int64_t c0 = (int64_t{s} * width + r % here) * 32, k0 = int64_t{r / here} * kAwqTileK;
   const int cl = threadIdx.x % 32, q = threadIdx.x / 32;
   const int64_t c = c0 + cl;
   uint32_t w[kAwqRows];
@@ -246,7 +312,7 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_tiled_kernel(DequantArgs
 #pragma unroll
   for (int h = 0; h < kAwqRows / 8; ++h) {
     const int64_t kr = k0 + 64 * h + 8 * q;
-    const int64_t g = kr / a.group;
+    const int64_t g = bits::divide(static_cast<uint32_t>(kr), group);
     uint32_t zero, s16[8];
     awq_group_params(a, g, c, zero, s16);
     uint32_t v[8][4];
@@ -570,8 +636,8 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
 
 // The plain side of a warp's 32 tiles is I row segments of 32 / I tiles each; `Staged` moves it
 // through shared memory so that every global access of the warp is contiguous.
-template <int Bits, bool Forward, bool Staged>
-__global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
+template <int Bits, bool Forward, bool Staged, bool Narrow>
+__global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a, bits::FixedDivisor per_group) {
   using T = FtTile<Bits>;
   constexpr uint32_t mask = (1u << Bits) - 1u, bias = 1u << (Bits - 1);
   constexpr int P = T::V / 4;        // 16-byte chunks per tile and side
@@ -580,13 +646,15 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
   const int64_t tiles_k = a.k / 64;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (t >= a.n * tiles_k) return;  // whole warps only, when staged
-  int64_t tile, n;
-  T::locate(t, tiles_k, tile, n);
   const int lane = threadIdx.x % 32;
   uint4* mine = stage + (threadIdx.x / 32) * 32 * (P + 1);
   const int64_t t0 = t - lane;
-  int64_t tile0, n0;  // the warp's first chunk
-  T::locate(t0, tiles_k, tile0, n0);
+  int64_t tile, n, tile0 = 0, n0 = 0;  // the thread's chunk and (staged) the warp's first
+  if constexpr (Staged) {
+    T::template locate_warp<Narrow>(t, lane, per_group, tile0, n0, tile, n);
+  } else {
+    T::template locate<Narrow>(t, per_group, tile, n);
+  }
   // Plain chunk s of the warp in memory order: its first word, and the lane and part owning it.
   struct PlainChunk {
     int64_t word;
@@ -665,6 +733,61 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a) {
   }
 }
 
+// Staged FT dequant blocks a multiprocessor holds at most. Their registers (32-48) and shared
+// memory (32 KB) let six fit on Hopper; held to five (by unused dynamic shared memory) they ran
+// 1.00-1.05x faster on the H100 and the H200 at every shape measured (four: the same within a
+// few tenths). At six, the int8 -> bf16 recipe, whose narrow form needs fewer registers than
+// before, ran 3% slower than before at 8192x28672 on the H200; at five it is the same
+// (notes/performance.md, v10).
+constexpr int kFtBlocksPerSm = 5;
+
+// Dynamic shared memory, left unused, that keeps at most `blocks` blocks with `static_bytes` of
+// static shared memory on a multiprocessor of the current device: the smallest footprint at which
+// one more no longer fits. 0 where fewer fit anyway by shared memory, or where it would take
+// more than the 48 KB a launch may ask without opting in.
+size_t occupancy_cap_pad(int blocks, size_t static_bytes) {
+  static std::mutex lock;
+  static std::map<std::tuple<int, int, size_t>, size_t> known;  // (device, blocks, static bytes)
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  const std::lock_guard<std::mutex> hold(lock);
+  const auto key = std::make_tuple(dev, blocks, static_bytes);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int per_sm = 0, reserved = 0;
+  size_t pad = 0;
+  if (cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) == cudaSuccess) {
+    const int64_t need = int64_t{per_sm} / (blocks + 1) + 1 - reserved - static_cast<int64_t>(static_bytes);
+    if (need > 0 && need <= 48 * 1024) pad = static_cast<size_t>(need);
+  }
+  known.emplace(key, pad);
+  return pad;
+}
+
+// How the FT-layout kernels find a chunk's tile and column (FtTile::locate): the divisor of a
+// column group's chunks, and whether every chunk index is below 2^31 (the multiply-high form).
+// Narrow also divides rows of K by the group size (dequant), so K stays below 2^31 too.
+struct FtIndex {
+  bits::FixedDivisor chunks, group;
+  bool narrow = false;
+  bool fits = false;  // a column group's chunks below 2^31, as the divisor needs
+};
+FtIndex ft_index(int64_t n, int64_t k, int bits, int64_t group = 1) {
+  constexpr int64_t kLimit = int64_t{1} << 31;
+  const int64_t chunks = k / 64 * (bits == 4 ? 4 : 2);
+  FtIndex ix;
+  if (chunks >= kLimit) return ix;
+  ix.chunks = bits::fixed_divisor(static_cast<uint32_t>(std::max<int64_t>(chunks, 1)));
+  ix.narrow = n * (k / 64) < kLimit && k < kLimit;
+  if (ix.narrow) ix.group = bits::fixed_divisor(static_cast<uint32_t>(std::max<int64_t>(group, 1)));
+  ix.fits = true;
+  return ix;
+}
+std::string ft_too_long(const char* what, int64_t k) {
+  return std::string(what) + " cannot run on the GPU: K = " + std::to_string(k) +
+         " is beyond the FT-layout kernels (K / 64 x the interleave must stay below 2^31)";
+}
+
 }  // namespace
 
 std::string fast_dequant(const DequantArgs& a, bool wait) {
@@ -672,8 +795,8 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
   switch (a.layout) {
     case quant::Layout::Plain: {
       const int64_t row_units = a.k / 8;
-      const int units = units_for_row(row_units);
-      const dim3 grid(static_cast<unsigned>((row_units + units * kThreads - 1) / (units * kThreads)),
+      const int64_t per_block = kPlainUnits * kThreads;
+      const dim3 grid(static_cast<unsigned>((row_units + per_block - 1) / per_block),
                       static_cast<unsigned>(a.n < 65535 ? a.n : 65535));
       int shift = -1;  // one scale per row
       if (a.group != a.k) {
@@ -681,14 +804,8 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
         while ((1 << shift) < a.group) ++shift;
       }
       switch (a.recipe) {
-#define DQL_PLAIN(ID)                                               \
-  case R::ID:                                                       \
-    if (units == 8) {                                               \
-      dequant_plain_kernel<R::ID, 8><<<grid, kThreads>>>(a, shift); \
-    } else {                                                        \
-      dequant_plain_kernel<R::ID, 4><<<grid, kThreads>>>(a, shift); \
-    }                                                               \
-    break;
+#define DQL_PLAIN(ID) \
+  case R::ID: dequant_plain_kernel<R::ID, kPlainUnits><<<grid, kThreads>>>(a, shift); break;
         DQL_PLAIN(CutlassInt4F16)
         DQL_PLAIN(CutlassInt8F16)
         DQL_PLAIN(NaiveInt4F16)
@@ -701,16 +818,21 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
     }
     case quant::Layout::Ft: {
       const unsigned g = blocks_for(a.n * (a.k / 64));
-      const int tiles_per_warp = quant::scheme_bits(a.scheme) == 4 ? 8 : 16;
-      const bool staged = (a.k / 64) % tiles_per_warp == 0;
+      const int bits = quant::scheme_bits(a.scheme);
+      const bool staged = (a.k / 64) % (bits == 4 ? 8 : 16) == 0;
+      const FtIndex ix = ft_index(a.n, a.k, bits, a.group);
+      if (!ix.fits) return ft_too_long("dequantize", a.k);
+      const size_t pad = staged ? occupancy_cap_pad(kFtBlocksPerSm, kThreads * 8 * sizeof(uint4)) : 0;
       switch (a.recipe) {
-#define DQL_FT(ID)                                         \
-  case R::ID:                                              \
-    if (staged) {                                          \
-      dequant_ft_kernel<R::ID, true><<<g, kThreads>>>(a);  \
-    } else {                                               \
-      dequant_ft_kernel<R::ID, false><<<g, kThreads>>>(a); \
-    }                                                      \
+#define DQL_FT(ID)                                                                                      \
+  case R::ID:                                                                                           \
+    if (staged) {                                                                                       \
+      ix.narrow ? dequant_ft_kernel<R::ID, true, true><<<g, kThreads, pad>>>(a, ix.chunks, ix.group)    \
+                : dequant_ft_kernel<R::ID, true, false><<<g, kThreads, pad>>>(a, ix.chunks, ix.group);  \
+    } else {                                                                                            \
+      ix.narrow ? dequant_ft_kernel<R::ID, false, true><<<g, kThreads, pad>>>(a, ix.chunks, ix.group)   \
+                : dequant_ft_kernel<R::ID, false, false><<<g, kThreads, pad>>>(a, ix.chunks, ix.group); \
+    }                                                                                                   \
     break;
         DQL_FT(FtInt4F16)
         DQL_FT(FtInt4Bf16)
@@ -722,13 +844,16 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
       break;
     }
     case quant::Layout::Awq:
-      if (a.n % 256 == 0 && a.k % kAwqTileK == 0) {
+      // The tiled kernel indexes blocks and rows of K in 32 bits.
+      if (const int64_t blocks = (a.n / 256) * (a.k / kAwqTileK);
+          a.n % 256 == 0 && a.k % kAwqTileK == 0 && a.k < (int64_t{1} << 31) && blocks < (int64_t{1} << 31)) {
         static const cudaError_t raised = cudaFuncSetAttribute(
             dequant_awq_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kAwqSmem);
         if (raised != cudaSuccess)
           return std::string("dequantize could not be set up: ") + cudaGetErrorString(raised);
-        dequant_awq_tiled_kernel<<<static_cast<unsigned>((a.n / 256) * (a.k / kAwqTileK)), kThreads,
-                                   kAwqSmem>>>(a);
+        dequant_awq_tiled_kernel<<<static_cast<unsigned>(blocks), kThreads, kAwqSmem>>>(
+            a, kAwqSetWidth, bits::fixed_divisor(static_cast<uint32_t>(kAwqSetWidth * (a.k / kAwqTileK))),
+            bits::fixed_divisor(static_cast<uint32_t>(a.group)));
       } else {
         dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
       }
@@ -796,14 +921,19 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 std::string fast_permute(const PermuteArgs& a, bool forward, bool wait) {
   const unsigned g = blocks_for(a.n * (a.k / 64));
   const bool staged = (a.k / 64) % (a.bits == 4 ? 8 : 16) == 0;
-#define DQL_PERMUTE(B, F) \
-  (staged ? permute_kernel<B, F, true><<<g, kThreads>>>(a) : permute_kernel<B, F, false><<<g, kThreads>>>(a))
+  const FtIndex ix = ft_index(a.n, a.k, a.bits);
+  if (!ix.fits) return ft_too_long("permute", a.k);
+#define DQL_PERMUTE_NARROW(B, F, S, N) permute_kernel<B, F, S, N><<<g, kThreads>>>(a, ix.chunks)
+#define DQL_PERMUTE(B, F)                                                                              \
+  (staged ? (ix.narrow ? DQL_PERMUTE_NARROW(B, F, true, true) : DQL_PERMUTE_NARROW(B, F, true, false)) \
+          : (ix.narrow ? DQL_PERMUTE_NARROW(B, F, false, true) : DQL_PERMUTE_NARROW(B, F, false, false)))
   if (a.bits == 4) {
     forward ? DQL_PERMUTE(4, true) : DQL_PERMUTE(4, false);
   } else {
     forward ? DQL_PERMUTE(8, true) : DQL_PERMUTE(8, false);
   }
 #undef DQL_PERMUTE
+#undef DQL_PERMUTE_NARROW
   return status("permute", wait);
 }
 

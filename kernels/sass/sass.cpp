@@ -337,7 +337,7 @@ std::string bench_name(std::string_view name) {
   if (base == "dequant_awq_tiled_kernel" || base == "dequant_awq_kernel") return "dequant/awq-int4-fp16";
   if ((base == "quant_segment_kernel" || base == "quant_wide_kernel") && !args.empty())
     return fmt::format("quant/{}", args[0]);
-  if (base == "permute_kernel" && args.size() == 3)
+  if (base == "permute_kernel" && args.size() >= 3)
     return fmt::format("permute/int{}-{}", args[0], args[1] == "true" ? "fwd" : "inv");
   return {};
 }
