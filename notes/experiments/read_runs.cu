@@ -13,21 +13,12 @@
 #include <cstdio>
 #include <vector>
 
-#define CK(x)                                                               \
-  do {                                                                      \
-    cudaError_t e = (x);                                                    \
-    if (e != cudaSuccess) {                                                 \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                         \
-    }                                                                       \
-  } while (0)
+#include "timing.cuh"
 
 constexpr int kThreads = 128;
 constexpr int64_t kStream = 16384;  // bytes of one column group (K = 8192, int4, 4 channels)
 constexpr int64_t kGroups = 28672 / 4;
 constexpr int64_t kBytes = kStream * kGroups;
-
-__device__ unsigned sink;
 
 __device__ __forceinline__ uint4 ldnc(const void* p) {
   uint4 v;
@@ -142,54 +133,6 @@ __global__ void bulk_kernel(const unsigned char* base, int64_t units) {
   }
   if (acc == 0x12345678u) sink = acc;
 }
-
-// The flush the bench engine uses: read a buffer twice the L2's size, so the L2 holds clean
-// lines. Writing the buffer instead (cudaMemsetAsync, `dirty`) leaves dirty lines whose
-// write-back lands inside the timed kernel.
-__global__ void flush_read(const uint4* p, size_t n) {
-  unsigned acc = 0;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
-    const uint4 v = __ldcg(p + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) sink = acc;
-}
-
-struct Timer {
-  void* flush;
-  size_t flush_bytes;
-  bool dirty = false;
-  cudaEvent_t a, b;
-  Timer() {
-    int l2 = 0;
-    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-    flush_bytes = size_t(l2) * 4;
-    CK(cudaMalloc(&flush, flush_bytes));
-    CK(cudaMemset(flush, 0, flush_bytes));
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-  }
-  template <class F>
-  double median_us(F f) {
-    std::vector<float> t;
-    for (int i = 0; i < 28; ++i) {
-      if (dirty)
-        CK(cudaMemsetAsync(flush, i, flush_bytes));
-      else
-        flush_read<<<1024, 256>>>(static_cast<const uint4*>(flush), flush_bytes / 16);
-      CK(cudaEventRecord(a));
-      f();
-      CK(cudaEventRecord(b));
-      CK(cudaEventSynchronize(b));
-      CK(cudaGetLastError());
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, a, b));
-      if (i >= 3) t.push_back(ms * 1000.0f);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
 
 template <class K>
 int fit(K kernel, size_t smem) {

@@ -10,113 +10,48 @@
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o stream_ceiling notes/experiments/stream_ceiling.cu && ./stream_ceiling
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <vector>
 
-#define CK(x)                                                               \
-  do {                                                                      \
-    cudaError_t e = (x);                                                    \
-    if (e != cudaSuccess) {                                                 \
-      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                         \
-    }                                                                       \
-  } while (0)
+#include "timing.cuh"
 
 constexpr int kThreads = 256;
-__device__ unsigned sink;
 
 __device__ __forceinline__ void st_cs(uint4* p, uint4 v) {
   asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
                : "memory");
 }
 
-// Each thread U words kThreads apart (all loads first), each word -> one 16-byte store: the shape of
-// the plain dequant kernel. Grid: one block per kThreads * U words, or `stride` (grid-stride loop).
-template <int U, bool CS>
-__global__ void __launch_bounds__(kThreads) expand_kernel(const uint32_t* in, uint4* out, int64_t words) {
-  for (int64_t base = blockIdx.x * int64_t{kThreads * U}; base < words; base += int64_t{gridDim.x} * kThreads * U) {
-    uint32_t w[U];
+// What a word becomes: a 4-byte word four 16-bit values' worth of bytes (the expand), a 16-byte
+// chunk itself (the copy).
+__device__ __forceinline__ uint4 widen(uint32_t w) { return make_uint4(w, w ^ 1u, w ^ 2u, w ^ 3u); }
+__device__ __forceinline__ uint4 widen(uint4 v) { return v; }
+
+// Each thread U items kThreads apart (all loads first), each item -> one 16-byte store: the shape of
+// the plain dequant kernel. Grid: one block per kThreads * U items (one pass), or fewer blocks,
+// which then stride over the rest. CS: streaming stores (evict first).
+template <int U, bool CS, class In>
+__global__ void __launch_bounds__(kThreads) move_kernel(const In* in, uint4* out, int64_t n) {
+  for (int64_t base = blockIdx.x * int64_t{kThreads * U}; base < n;
+       base += int64_t{gridDim.x} * kThreads * U) {
+    In w[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) w[u] = __ldcs(in + base + u * kThreads + threadIdx.x);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const uint4 v = make_uint4(w[u], w[u] ^ 1u, w[u] ^ 2u, w[u] ^ 3u);
       if (CS)
-        st_cs(out + base + u * kThreads + threadIdx.x, v);
+        st_cs(out + base + u * kThreads + threadIdx.x, widen(w[u]));
       else
-        out[base + u * kThreads + threadIdx.x] = v;
+        out[base + u * kThreads + threadIdx.x] = widen(w[u]);
     }
-  }
-}
-
-template <int U>
-__global__ void __launch_bounds__(kThreads) copy_kernel(const uint4* in, uint4* out, int64_t n) {
-  for (int64_t base = blockIdx.x * int64_t{kThreads * U}; base < n; base += int64_t{gridDim.x} * kThreads * U) {
-    uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = __ldcs(in + base + u * kThreads + threadIdx.x);
-#pragma unroll
-    for (int u = 0; u < U; ++u) out[base + u * kThreads + threadIdx.x] = v[u];
   }
 }
 
 __global__ void write_kernel(uint4* out, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x)
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
     out[i] = make_uint4(unsigned(i), 1, 2, 3);
 }
-
-__global__ void read_kernel(const uint4* in, int64_t n) {
-  unsigned acc = 0;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    const uint4 v = __ldcs(in + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) sink = acc;
-}
-
-__global__ void flush_read(const uint4* p, size_t n) {
-  unsigned acc = 0;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
-    const uint4 v = __ldcg(p + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) sink = acc;
-}
-
-struct Timer {
-  void* flush;
-  size_t flush_bytes;
-  cudaEvent_t a, b;
-  Timer() {
-    int l2 = 0;
-    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-    flush_bytes = size_t(l2) * 4;
-    CK(cudaMalloc(&flush, flush_bytes));
-    CK(cudaMemset(flush, 0, flush_bytes));
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-  }
-  template <class F>
-  double median_us(F f) {
-    std::vector<float> t;
-    for (int i = 0; i < 28; ++i) {
-      flush_read<<<1024, 256>>>(static_cast<const uint4*>(flush), flush_bytes / 16);
-      CK(cudaEventRecord(a));
-      f();
-      CK(cudaEventRecord(b));
-      CK(cudaEventSynchronize(b));
-      CK(cudaGetLastError());
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, a, b));
-      if (i >= 3) t.push_back(ms * 1000.0f);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-  }
-};
 
 int main() {
   cudaDeviceProp prop{};
@@ -126,8 +61,8 @@ int main() {
   CK(cudaMalloc(&dst, size_t{1} << 31));
   CK(cudaMemset(dst, 7, size_t{1} << 31));
   Timer tm;
-  const double copy_us =
-      tm.median_us([&] { CK(cudaMemcpyAsync(dst, dst + (size_t{1} << 30), size_t{1} << 30, cudaMemcpyDeviceToDevice)); });
+  const double copy_us = tm.median_us(
+      [&] { CK(cudaMemcpyAsync(dst, dst + (size_t{1} << 30), size_t{1} << 30, cudaMemcpyDeviceToDevice)); });
   const double copy_gbps = 2.0 * double(size_t{1} << 30) / copy_us / 1e3;
   std::printf("%s, %d SMs; copy (1 GiB each way) %.0f GB/s\n", prop.name, sms, copy_gbps);
   auto row = [&](const char* name, double bytes, double us) {
@@ -142,19 +77,25 @@ int main() {
     const double bytes = words * 20.0;
     std::printf("-- expand 8192x%lld (int4 -> 16 bit, %lld words)\n", static_cast<long long>(cols),
                 static_cast<long long>(words));
-    row("expand U=4 one-shot grid", bytes,
-        tm.median_us([&] { expand_kernel<4, false><<<unsigned(words / (kThreads * 4)), kThreads>>>(in, out, words); }));
-    row("expand U=8 one-shot grid", bytes,
-        tm.median_us([&] { expand_kernel<8, false><<<unsigned(words / (kThreads * 8)), kThreads>>>(in, out, words); }));
-    row("expand U=8 one-shot grid, st.cs", bytes,
-        tm.median_us([&] { expand_kernel<8, true><<<unsigned(words / (kThreads * 8)), kThreads>>>(in, out, words); }));
-    row("expand U=2 one-shot grid", bytes,
-        tm.median_us([&] { expand_kernel<2, false><<<unsigned(words / (kThreads * 2)), kThreads>>>(in, out, words); }));
-    row("expand U=1 one-shot grid", bytes,
-        tm.median_us([&] { expand_kernel<1, false><<<unsigned(words / kThreads), kThreads>>>(in, out, words); }));
+    row("expand U=4 one-shot grid", bytes, tm.median_us([&] {
+      move_kernel<4, false><<<unsigned(words / (kThreads * 4)), kThreads>>>(in, out, words);
+    }));
+    row("expand U=8 one-shot grid", bytes, tm.median_us([&] {
+      move_kernel<8, false><<<unsigned(words / (kThreads * 8)), kThreads>>>(in, out, words);
+    }));
+    row("expand U=8 one-shot grid, st.cs", bytes, tm.median_us([&] {
+      move_kernel<8, true><<<unsigned(words / (kThreads * 8)), kThreads>>>(in, out, words);
+    }));
+    row("expand U=2 one-shot grid", bytes, tm.median_us([&] {
+      move_kernel<2, false><<<unsigned(words / (kThreads * 2)), kThreads>>>(in, out, words);
+    }));
+    row("expand U=1 one-shot grid", bytes, tm.median_us([&] {
+      move_kernel<1, false><<<unsigned(words / kThreads), kThreads>>>(in, out, words);
+    }));
     for (int per : {4, 8, 16}) {
       std::snprintf(nm, sizeof nm, "expand U=4 grid-stride %d blocks/SM", per);
-      row(nm, bytes, tm.median_us([&] { expand_kernel<4, false><<<unsigned(sms * per), kThreads>>>(in, out, words); }));
+      row(nm, bytes,
+          tm.median_us([&] { move_kernel<4, false><<<unsigned(sms * per), kThreads>>>(in, out, words); }));
     }
     std::printf("-- copy, permute int4 8192x%lld (%lld bytes each way)\n", static_cast<long long>(cols),
                 static_cast<long long>(elems / 2));
@@ -162,20 +103,19 @@ int main() {
     const uint4* cin = reinterpret_cast<const uint4*>(dst);
     uint4* cout = reinterpret_cast<uint4*>(dst + (size_t{1} << 30));
     row("copy kernel U=4 one-shot grid", elems, tm.median_us([&] {
-          copy_kernel<4><<<unsigned(n16 / (kThreads * 4)), kThreads>>>(cin, cout, n16);
-        }));
+      move_kernel<4, false><<<unsigned(n16 / (kThreads * 4)), kThreads>>>(cin, cout, n16);
+    }));
     row("copy kernel U=2 one-shot grid", elems, tm.median_us([&] {
-          copy_kernel<2><<<unsigned(n16 / (kThreads * 2)), kThreads>>>(cin, cout, n16);
-        }));
-    row("copy kernel U=1 one-shot grid", elems, tm.median_us([&] {
-          copy_kernel<1><<<unsigned(n16 / kThreads), kThreads>>>(cin, cout, n16);
-        }));
-    row("cudaMemcpyAsync", elems, tm.median_us([&] {
-          CK(cudaMemcpyAsync(cout, cin, elems / 2, cudaMemcpyDeviceToDevice));
-        }));
+      move_kernel<2, false><<<unsigned(n16 / (kThreads * 2)), kThreads>>>(cin, cout, n16);
+    }));
+    row("copy kernel U=1 one-shot grid", elems,
+        tm.median_us([&] { move_kernel<1, false><<<unsigned(n16 / kThreads), kThreads>>>(cin, cout, n16); }));
+    row("cudaMemcpyAsync", elems,
+        tm.median_us([&] { CK(cudaMemcpyAsync(cout, cin, elems / 2, cudaMemcpyDeviceToDevice)); }));
     std::printf("-- one way only\n");
-    row("read only, the expand's input", words * 4.0,
-        tm.median_us([&] { read_kernel<<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(in), words / 4); }));
+    row("read only, the expand's input", words * 4.0, tm.median_us([&] {
+      read_all<true><<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(in), words / 4);
+    }));
     row("write only, the expand's output", words * 16.0,
         tm.median_us([&] { write_kernel<<<sms * 16, kThreads>>>(out, words); }));
     row("empty kernel", 1.0, tm.median_us([&] { write_kernel<<<sms, kThreads>>>(out, 0); }));

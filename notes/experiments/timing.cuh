@@ -1,0 +1,74 @@
+// Shared by the experiment programs in this folder (not part of the product): error checks and
+// the timing the bench engine does (the L2 flushed before every sample, CUDA events around the
+// timed work, the median of 25 after 3 warm-up samples).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                               \
+  do {                                                                      \
+    cudaError_t e = (x);                                                    \
+    if (e != cudaSuccess) {                                                 \
+      std::printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
+      std::exit(1);                                                         \
+    }                                                                       \
+  } while (0)
+
+__device__ unsigned sink;  // keeps the reads of the read-only kernels alive
+
+// Reads n 16-byte chunks once, grid-stride. Streaming: evict-first loads (the data is not read
+// again); otherwise loads cached in L2, as the engine's flush does.
+template <bool Streaming>
+__global__ void read_all(const uint4* p, size_t n) {
+  unsigned acc = 0;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const uint4 v = Streaming ? __ldcs(p + i) : __ldcg(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) sink = acc;
+}
+
+// The flush the bench engine uses: read a buffer four times the L2's size, so the L2 holds clean
+// lines. Writing the buffer instead (cudaMemsetAsync, `dirty`) leaves dirty lines whose
+// write-back lands inside the timed kernel.
+struct Timer {
+  void* flush;
+  size_t flush_bytes;
+  bool dirty = false;
+  cudaEvent_t a, b;
+  Timer() {
+    int l2 = 0;
+    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    flush_bytes = size_t(l2) * 4;
+    CK(cudaMalloc(&flush, flush_bytes));
+    CK(cudaMemset(flush, 0, flush_bytes));
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+  }
+  template <class F>
+  double median_us(F f) {
+    std::vector<float> t;
+    for (int i = 0; i < 28; ++i) {
+      if (dirty)
+        CK(cudaMemsetAsync(flush, i, flush_bytes));
+      else
+        read_all<false><<<1024, 256>>>(static_cast<const uint4*>(flush), flush_bytes / 16);
+      CK(cudaEventRecord(a));
+      f();
+      CK(cudaEventRecord(b));
+      CK(cudaEventSynchronize(b));
+      CK(cudaGetLastError());
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, a, b));
+      if (i >= 3) t.push_back(ms * 1000.0f);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
