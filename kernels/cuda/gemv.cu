@@ -803,11 +803,14 @@ constexpr int kSettleFrom = 3;
 // the [N, M] workspace (reductions only: no fence, no arrival counter, no block waits), and this
 // kernel, launched as its programmatic dependent (scheduled early, it waits at
 // griddepcontrol.wait until the product has finished and its writes are visible), turns them
-// into outputs and leaves the workspace zero for the next call. A thread per channel reads its
-// M sums together.
+// into outputs and leaves the workspace zero for the next call. Two forms, by M
+// (notes/performance.md, g23).
 constexpr int kSettleThreads = 256;
+constexpr int kSettleRunFrom = 16;  // rows from which settle_run_kernel takes over
+
+// Up to 15 rows: a thread per channel reads its M sums together.
 template <OutType T, int MAXM>  // MAXM: the largest M of the product kernel it settles
-__global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* sums) {
+__global__ void __launch_bounds__(kSettleThreads) settle_channel_kernel(Out o, float* sums) {
 #ifdef DQL_BULK_COPY
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const int64_t ch = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -823,6 +826,54 @@ __global__ void __launch_bounds__(kSettleThreads) settle_kernel(Out o, float* su
       p[t] = 0.0f;
       write_out<T>(o, t, ch, v[t]);
     }
+  }
+#endif
+}
+
+// From 16 rows: a block takes the channels whose sums are one contiguous 16 KB run of the
+// workspace, reads and clears it in 16-byte pieces (all of a thread's loads issued first), and
+// writes the outputs along N from shared memory. A thread's M sums read one by one lie 4 M bytes
+// apart across a warp: from 16 rows each load touched 32 sectors for 128 useful bytes (by runs:
+// 8192x8192 at 64 rows 72 -> 47 us on the H200).
+template <int MAXM>
+constexpr int settle_channels() {
+  return kSettleThreads * 16 / MAXM < kSettleThreads ? kSettleThreads * 16 / MAXM : kSettleThreads;
+}
+template <OutType T, int MAXM>
+__global__ void __launch_bounds__(kSettleThreads) settle_run_kernel(Out o, float* sums) {
+#ifdef DQL_BULK_COPY
+  constexpr int kCh = settle_channels<MAXM>();
+  __shared__ float held[kCh * (MAXM + 1)];
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int m = static_cast<int>(o.m);
+  const int pitch = m % 2 == 0 ? m + 1 : m;  // odd: a warp's reads of one token fall in 32 banks
+  const int64_t ch0 = static_cast<int64_t>(blockIdx.x) * kCh;
+  const int chans = static_cast<int>(o.n - ch0 < kCh ? o.n - ch0 : kCh);
+  // N is a multiple of 64 (bulk_fits), so the run is whole 16-byte pieces and starts 256-byte
+  // aligned (kCh * M floats a block, the workspace 256-byte aligned).
+  const int len = chans * m;
+  float* run = sums + ch0 * o.m;
+  constexpr int kPieces = kCh * MAXM / 4 / kSettleThreads;  // 16-byte pieces a thread at most
+  float4 v[kPieces];
+#pragma unroll
+  for (int i = 0; i < kPieces; ++i) {
+    const int e = 4 * (static_cast<int>(threadIdx.x) + i * kSettleThreads);
+    if (e < len) v[i] = __ldcg(reinterpret_cast<const float4*>(run + e));
+  }
+#pragma unroll
+  for (int i = 0; i < kPieces; ++i) {
+    const int e = 4 * (static_cast<int>(threadIdx.x) + i * kSettleThreads);
+    if (e < len) {
+      __stcg(reinterpret_cast<float4*>(run + e), make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+      const float f[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) held[(e + j) / m * pitch + (e + j) % m] = f[j];
+    }
+  }
+  __syncthreads();
+  for (int e = static_cast<int>(threadIdx.x); e < len; e += kSettleThreads) {
+    const int t = e / chans, c = e - t * chans;
+    write_out<T>(o, t, ch0 + c, held[c * pitch + t]);
   }
 #endif
 }
@@ -915,18 +966,24 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   if (const cudaError_t e = product(settled, blocks); e != cudaSuccess)
     return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>((a.n + kSettleThreads - 1) / kSettleThreads));
+  // The settling kernel reads up to kMaxRows sums a channel, 16 at least: a 32-row one behind the
+  // 16-row forms measured 5-15% slower at M = 16 (notes/performance.md, g13).
+  constexpr int kSettleMaxM = std::max(16, B::kMaxRows);
+  // Four or eight token tiles always settle by runs (from 17 rows).
+  const bool by_run = kSettleMaxM > 16 || a.m >= kSettleRunFrom;
+  void (*settle)(Out, float*) = settle_run_kernel<T, kSettleMaxM>;
+  if constexpr (kSettleMaxM == 16) {
+    if (!by_run) settle = settle_channel_kernel<T, kSettleMaxM>;
+  }
+  const int64_t per_block = by_run ? settle_channels<kSettleMaxM>() : kSettleThreads;
+  cfg.gridDim = dim3(static_cast<unsigned>((a.n + per_block - 1) / per_block));
   cfg.blockDim = dim3(kSettleThreads);
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  // The settling kernel reads up to kMaxRows sums a channel, 16 at least: a 32-row one behind the
-  // 16-row forms measured 5-15% slower at M = 16 (notes/performance.md, g13).
-  if (const cudaError_t e =
-          cudaLaunchKernelEx(&cfg, settle_kernel<T, std::max(16, B::kMaxRows)>, a.out, a.sums);
-      e != cudaSuccess)
+  if (const cudaError_t e = cudaLaunchKernelEx(&cfg, settle, a.out, a.sums); e != cudaSuccess)
     return std::string("the GEMV's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
   return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
 }
