@@ -467,9 +467,10 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // Scales come with the stage: a separate load of them, even one unit ahead, waited behind the
 // copies in flight and set the pace. The grid is persistent (as many blocks as fit) and each block
 // takes an equal run of units, across tile boundaries; a run that starts or ends inside a tile
-// meets the other blocks' sums in the workspace, settled by a second kernel (settle_kernel) or,
-// where each block has only a few units, by the last block to finish the tile (finish_tile). Needs
-// compute capability 9.0; M up to 64 a pass (int4; more rows go in passes of 64), 16 (int8).
+// meets the other blocks' sums in the workspace, settled by a second kernel
+// (settle_channel_kernel, settle_run_kernel) or, where each block has only a few units, by the
+// last block to finish the tile (finish_tile). Needs compute capability 9.0; M up to 64 a pass
+// (int4; more rows go in passes of 64), 16 (int8).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
 #endif
@@ -569,7 +570,7 @@ __device__ __forceinline__ void token_pair_add(float* p, int64_t tok, int64_t m,
 struct BulkArgs : FtIo {
   int64_t units;       // tiles * units per tile
   const uint16_t* xs;  // X re-laid by stage_x_kernel, or null: the stages copy X row by row
-  int scale_box;       // scale rows every unit touches, copied as one box of `smap`; 0: a copy a row
+  bool scale_box;      // the scale rows a unit touches come as one box of `smap`; else a copy a row
 };
 
 // X re-laid as the stages hold it, [K / KU][M][pitch] halves, so that a stage's rows of X arrive by
@@ -645,12 +646,12 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
       mbar_expect_tx(full + buf, static_cast<unsigned>(B::kWeightBytes + scale_rows * B::kChannels * 2 +
                                                        rows * (XS ? B::kPitch : B::KU) * 2));
       tensor_copy_2d(st, &wmap, part * B::kRunWords, tile * B::kRuns, full + buf);
-      if (a.scale_box > 0) tensor_copy_2d(st + B::kWeightBytes, &smap, tile * B::kChannels, g0, full + buf);
+      if (a.scale_box) tensor_copy_2d(st + B::kWeightBytes, &smap, tile * B::kChannels, g0, full + buf);
     }
     __syncwarp();
     for (int c = lane; c < B::kSteps + x_copies; c += 32) {
       if (c < B::kSteps) {
-        if (a.scale_box == 0 && c < scale_rows) {
+        if (!a.scale_box && c < scale_rows) {
           bulk_copy(st + B::kWeightBytes + c * B::kChannels * 2,
                     a.scales + int64_t{g0 + c} * a.n + int64_t{tile} * B::kChannels, B::kChannels * 2,
                     full + buf);
@@ -740,7 +741,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
         }
       };
       if constexpr (SPLIT) {
-        add_pairs();  // settle_kernel turns them into outputs
+        add_pairs();  // the settling kernel turns them into outputs
       } else {
         const auto each = [&](auto&& fn) { lane_outputs<NT>(2 * r, ch0, ch1, acc, fn); };
         const int done = u - run_begin + 1;
@@ -794,9 +795,10 @@ int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
   return v;
 }
 
-// Units per block from which split tiles meet in settle_kernel: from 3 (not 4) settling was 1.07-1.18x
-// faster where blocks had 3.1-3.9 units (8192x8192 and 16384x4096 at 4-9 rows) and the same
-// elsewhere; with 1.3 units (4096x4096 at 16 rows) the fenced form stays (notes/performance.md, g21).
+// Units per block from which split tiles meet in the settling kernel: from 3 (not 4) settling was
+// 1.07-1.18x faster where blocks had 3.1-3.9 units (8192x8192 and 16384x4096 at 4-9 rows) and the
+// same elsewhere; with 1.3 units (4096x4096 at 16 rows) the fenced form stays
+// (notes/performance.md, g21).
 constexpr int kSettleFrom = 3;
 
 // Split tiles settled by a second kernel: the product kernel adds every block's partial sums into
@@ -924,11 +926,11 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   // (one row) or units of whole groups; other groups keep a copy a row. Against a copy a row:
   // 1.03-1.05x at 16 rows of X, the same at 1 and 8 (notes/performance.md, g22).
   const int64_t spg = L.w.group / S::KSTEP;
-  int scale_box = spg % B::kSteps == 0 ? 1 : (B::kSteps % spg == 0 ? static_cast<int>(B::kSteps / spg) : 0);
+  const int64_t box_rows = spg % B::kSteps == 0 ? 1 : (B::kSteps % spg == 0 ? B::kSteps / spg : 0);
   CUtensorMap smap{};
-  if (scale_box > 0 && !tensor_map_2d(&smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, L.w.scales, L.w.n,
-                                      L.w.k / L.w.group, B::kChannels, static_cast<unsigned>(scale_box)))
-    scale_box = 0;
+  const bool scale_box =
+      box_rows > 0 && tensor_map_2d(&smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, L.w.scales, L.w.n,
+                                    L.w.k / L.w.group, B::kChannels, static_cast<unsigned>(box_rows));
   const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
                    XS ? ws.xs : nullptr, scale_box};
   const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
@@ -950,7 +952,7 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     cfg.numAttrs = XS ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, a, wmap, smap);
   };
-  // Split tiles meet through a second kernel (settle_kernel) where the blocks have several units
+  // Split tiles meet through a second kernel (the settling kernel) where the blocks have several units
   // each; with fewer, the last block of each tile settles it (measured, notes/performance.md, w7).
   static Fit fit_settled, fit_fenced;
   const auto settled = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, true, SPG, XS>;
@@ -969,8 +971,9 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   // The settling kernel reads up to kMaxRows sums a channel, 16 at least: a 32-row one behind the
   // 16-row forms measured 5-15% slower at M = 16 (notes/performance.md, g13).
   constexpr int kSettleMaxM = std::max(16, B::kMaxRows);
-  // Four or eight token tiles always settle by runs (from 17 rows).
-  const bool by_run = kSettleMaxM > 16 || a.m >= kSettleRunFrom;
+  // Four or eight token tiles (17 rows and more) always settle by runs, so only the forms of up to
+  // 16 rows have the thread-per-channel kernel made.
+  const bool by_run = a.m >= kSettleRunFrom;
   void (*settle)(Out, float*) = settle_run_kernel<T, kSettleMaxM>;
   if constexpr (kSettleMaxM == 16) {
     if (!by_run) settle = settle_channel_kernel<T, kSettleMaxM>;
