@@ -139,6 +139,64 @@ TEST_CASE("symmetric int8 / int4: codes, scales and dequantized values follow th
   }
 }
 
+TEST_CASE("symmetric codes without a division per value agree with sym_code at every scale") {
+  // quant::SymCoder (the kernels' way) against quant::sym_code (the definition): every positive
+  // fp16 scale, values within a few ulps of each half-integer boundary times the scale (where the
+  // estimate may round the other way: it must say it is unsure), values at the edge of the unsure
+  // band (where it must already be right), and random values up to the scale's range.
+  int64_t sure = 0, checked = 0;
+  for (float qmax : {127.0f, 7.0f}) {
+    for (uint32_t h = 1; h < 0x7C00; ++h) {
+      const float s = quant::half_to_f32(h);
+      const quant::SymCoder coder(s, qmax);
+      REQUIRE(coder.live);
+      const auto check = [&](float w) {
+        bool unsure = false;
+        const int quick = coder.quick(w, unsure);
+        ++checked;
+        if (!unsure) {
+          ++sure;
+          if (quick != quant::sym_code(w, s, qmax)) {
+            CAPTURE(h);
+            CAPTURE(w);
+            CAPTURE(qmax);
+            REQUIRE(quick == quant::sym_code(w, s, qmax));
+          }
+        }
+      };
+      const int top = static_cast<int>(qmax) + 2;
+      for (int m = -top; m <= top; ++m) {
+        for (double off : {0.0, 1.0 / 4096, -1.0 / 4096}) {
+          const float w0 = static_cast<float>((m + 0.5 + off) * static_cast<double>(s));
+          float up = w0, down = w0;
+          check(w0);
+          for (int u = 0; u < 3; ++u) {
+            up = std::nextafter(up, 1e30f);
+            down = std::nextafter(down, -1e30f);
+            check(up);
+            check(down);
+          }
+        }
+      }
+      for (int r = 0; r < 8; ++r) {
+        const double unit = static_cast<double>(random_u32()) / 4294967296.0 * 2.0 - 1.0;  // [-1, 1)
+        check(static_cast<float>(unit * (qmax + 1.0) * static_cast<double>(s)));
+      }
+    }
+  }
+  // The values near the boundaries are unsure by design; the random ones and about half of those
+  // at the band's edge are sure, so the quick path answered a good share of these checks.
+  CHECK(sure > checked / 5);
+  // A batch with an unsure value takes every code from sym_code; a scale of 0 codes nothing.
+  const float s = quant::half_to_f32(0x2E66);
+  const float batch[4] = {static_cast<float>(2.5 * static_cast<double>(s)), 0.3f, -1.0f, 0.05f};
+  int codes[4];
+  quant::sym_codes(quant::SymCoder(s, 127.0f), batch, codes);
+  for (int i = 0; i < 4; ++i) CHECK(codes[i] == quant::sym_code(batch[i], s, 127.0f));
+  quant::sym_codes(quant::SymCoder(0.0f, 127.0f), batch, codes);
+  for (int i = 0; i < 4; ++i) CHECK(codes[i] == 0);
+}
+
 TEST_CASE("quant -> permute -> dequant equals quant -> dequant in the plain layout") {
   auto cpu = make_cpu_backend();
   const Tensor w = random_matrix(Distribution::Normal, 3, 32, 512);

@@ -436,10 +436,12 @@ __global__ void __launch_bounds__(kThreads)
     constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
     constexpr int bits = S == Scheme::Int8Sym ? 8 : 4, per_word = 32 / bits;
     const uint16_t sh = quant::sym_scale(amax, qmax);
-    const float s = quant::half_to_f32(sh);
+    const quant::SymCoder coder(quant::half_to_f32(sh), qmax);
+    int codes[kPerThread];
+    quant::sym_codes(coder, x, codes);
 #pragma unroll
     for (int i = 0; i < kPerThread; ++i) {
-      const uint32_t code = static_cast<uint32_t>(quant::sym_code(x[i], s, qmax)) & ((1u << bits) - 1u);
+      const uint32_t code = static_cast<uint32_t>(codes[i]) & ((1u << bits) - 1u);
       words[i / per_word] |= code << (bits * (i % per_word));
     }
     if (leader) scales[group] = sh;
@@ -460,7 +462,8 @@ __global__ void __launch_bounds__(kThreads)
 // of 256, 512 or 1024 (twice_threads): the smallest whose rows in flight (a row a block) take at
 // most 70% of the L2, so that the second read still finds them. Measured at K = 28672
 // (notes/performance.md, q3): holding the groups 62% of the copy; reading twice one run at a
-// time 89% (H100) / 67% (H200); in batches of four, kept in L2, in blocks sized to it 95% / 75%.
+// time 89% (H100) / 67% (H200); in batches of four, kept in L2, in blocks sized to it 95% / 75%;
+// with the codes by a multiply instead of a division a value (quant::SymCoder), 86% on the H200.
 constexpr int kWideMax = 1024;
 constexpr int kHoldAll = 8192;
 constexpr int kTwiceBatch = 4;
@@ -588,26 +591,29 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
   // Codes for the 8 values of run i.
   constexpr float qmax = S == Scheme::Int8Sym ? 127.0f : 7.0f;
   const uint16_t sh = S == Scheme::Nf4 ? 0 : quant::sym_scale(amax, qmax);
-  const float s = quant::half_to_f32(sh);
+  const quant::SymCoder coder(quant::half_to_f32(sh), qmax);
   const auto emit = [&](int64_t i, const float(&x)[8]) {
     if constexpr (S == Scheme::Nf4) {
       uint32_t word[1];
       nf4_words<8>(x, amax, bins, word);
       __stcs(qwords + first8 + i, word[0]);
-    } else if constexpr (S == Scheme::Int8Sym) {
-      uint32_t lo = 0, hi = 0;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        lo |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFFu) << (8 * j);
-        hi |= (static_cast<uint32_t>(quant::sym_code(x[4 + j], s, qmax)) & 0xFFu) << (8 * j);
-      }
-      __stcs(reinterpret_cast<uint2*>(qwords) + first8 + i, make_uint2(lo, hi));
     } else {
-      uint32_t word = 0;
+      int codes[8];
+      quant::sym_codes(coder, x, codes);
+      if constexpr (S == Scheme::Int8Sym) {
+        uint32_t lo = 0, hi = 0;
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-        word |= (static_cast<uint32_t>(quant::sym_code(x[j], s, qmax)) & 0xFu) << (4 * j);
-      __stcs(qwords + first8 + i, word);
+        for (int j = 0; j < 4; ++j) {
+          lo |= (static_cast<uint32_t>(codes[j]) & 0xFFu) << (8 * j);
+          hi |= (static_cast<uint32_t>(codes[4 + j]) & 0xFFu) << (8 * j);
+        }
+        __stcs(reinterpret_cast<uint2*>(qwords) + first8 + i, make_uint2(lo, hi));
+      } else {
+        uint32_t word = 0;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) word |= (static_cast<uint32_t>(codes[j]) & 0xFu) << (4 * j);
+        __stcs(qwords + first8 + i, word);
+      }
     }
   };
 #pragma unroll

@@ -165,6 +165,47 @@ DQL_HD int sym_code(float w, float s, float qmax) {
   v = v < -qmax - 1.0f ? -qmax - 1.0f : (v > qmax ? qmax : v);
   return static_cast<int>(v);
 }
+// sym_code for many values of one scale without a division per value. The quotient is estimated
+// as w times the reciprocal of s (rounded once): with |w / s| below 256 the estimate lies within
+// 2^-14 of the correctly rounded quotient, so wherever it is at least 2^-12 from every
+// half-integer both round to the same integer. `quick` gives that integer and raises `unsure`
+// for the estimates nearer a half-integer than that (about one value in 2000 of random data),
+// whose codes the caller takes from sym_code. Larger quotients clamp the same either way;
+// tests/test_formats.cpp holds the pair to sym_code at every half-integer boundary of every fp16
+// scale.
+struct SymCoder {
+  float s, inv, qmax;
+  bool live;  // a scale that codes values at all (sym_code gives 0 for every value otherwise)
+  DQL_HD SymCoder(float scale, float q)
+      : s(scale), inv(0.0f), qmax(q), live(scale > 0.0f && scale < 65536.0f) {
+    if (live) inv = div_rn(1.0f, scale);
+  }
+  DQL_HD int quick(float w, bool& unsure) const {
+    constexpr float kEdge = 0.5f - 1.0f / 4096.0f;
+    const float e = mul_rn(w, inv);
+    const float v = rint_even(e);
+    const float d = sub_rn(e, v);  // exact
+    unsure = unsure || d > kEdge || d < -kEdge;
+    // Clamped as an integer (min and max, no branches); |e| stays far below 2^31 for finite w,
+    // whose magnitude the scale bounds.
+    const int hi = static_cast<int>(qmax);
+    int k = static_cast<int>(v);
+    k = k > hi ? hi : k;
+    k = k < -hi - 1 ? -hi - 1 : k;
+    return live ? k : 0;
+  }
+  DQL_HD int exact(float w) const { return sym_code(w, s, qmax); }
+};
+// The codes of N values of one scale: the quick ones, or all N from sym_code where any is unsure
+// (one branch for N values).
+template <int N>
+DQL_HD void sym_codes(const SymCoder& c, const float (&w)[N], int (&code)[N]) {
+  bool unsure = false;
+  for (int i = 0; i < N; ++i) code[i] = c.quick(w[i], unsure);
+  if (unsure) {
+    for (int i = 0; i < N; ++i) code[i] = c.exact(w[i]);
+  }
+}
 // NF4: `inv` = 1 / absmax, rounded to fp32 once per block.
 DQL_HD float nf4_inverse(float amax) { return amax > 0.0f ? div_rn(1.0f, amax) : 0.0f; }
 DQL_HD int nf4_code_of(float w, float amax, float inv) { return amax > 0.0f ? nf4_code(mul_rn(w, inv)) : 7; }

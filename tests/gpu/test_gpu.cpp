@@ -336,6 +336,54 @@ TEST_CASE("whole matrices: one scale per channel over any K, and NF4 blocks, qua
   }
 }
 
+TEST_CASE("quantize: values on and beside the half-way points between codes, as the CPU twin does") {
+  // The kernels estimate each quotient by a multiply and take the division only near a
+  // half-way point (quant::SymCoder). Here every group's largest value is qmax times an fp16
+  // scale, so the scale is exact and the other values sit on a half-way point between two codes
+  // (ties, to even) or a few ulps beside it: the division path on every group, in each kernel
+  // form (groups of 128 by segments, rows held, rows read twice, rows over a cluster).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using quant::Layout;
+  using quant::Scheme;
+  const std::pair<int64_t, int64_t> shapes[] = {{64, 1024}, {8, 8192}, {6, 28672}, {4, 40960}};
+  for (const auto& [n, k] : shapes) {
+    for (Scheme scheme : {Scheme::Int8Sym, Scheme::Int4Sym}) {
+      for (int group : {128, static_cast<int>(k)}) {
+        const int qmax = scheme == Scheme::Int8Sym ? 127 : 7;
+        Tensor w = make_tensor(DType::F32, {n, k});
+        float* x = w.as<float>();
+        for (int64_t r = 0; r < n; ++r) {
+          for (int64_t c = 0; c < k; ++c) {
+            const uint64_t h = splitmix(static_cast<uint64_t>((r * k + c) / group) * 131 + 7);
+            const float scale = std::ldexp(1.0f + static_cast<float>(h % 1024) / 1024.0f,
+                                           static_cast<int>((h >> 10) % 16) - 12);  // an fp16 value
+            const uint64_t v = splitmix(static_cast<uint64_t>(r * k + c));
+            if (c % group == 0) {
+              x[r * k + c] = (v & 1 ? -1.0f : 1.0f) * static_cast<float>(qmax) * scale;
+              continue;
+            }
+            // m + 0.5 from -qmax + 0.5 to qmax - 0.5: below the group's largest magnitude
+            const int m = static_cast<int>(v % static_cast<uint64_t>(2 * qmax)) - qmax;
+            float f = (static_cast<float>(m) + 0.5f) * scale;  // exact
+            for (int u = static_cast<int>((v >> 16) % 5) - 2; u != 0; u += u > 0 ? -1 : 1)
+              f = std::nextafter(f, u > 0 ? 1e30f : -1e30f);
+            x[r * k + c] = f;
+          }
+        }
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(static_cast<int>(scheme));
+        CAPTURE(group);
+        const QuantSpec spec{scheme, Layout::Plain, group};
+        const QuantizedMatrix a = gpu->quantize(w, spec), b = cpu->quantize(w, spec);
+        CHECK(a.qwords == b.qwords);
+        CHECK(a.scales == b.scales);
+      }
+    }
+  }
+}
+
 TEST_CASE("trace: every step's register on the GPU equals the CPU's") {
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
