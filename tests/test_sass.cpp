@@ -213,14 +213,19 @@ TEST_CASE("names: short names, bench names, elements per pass, glob") {
   CHECK(sass::short_name(
             "void dql::cuda::(anonymous namespace)::ft_mma_kernel<4, 2, (dql::recipes::OutType)1, "
             "false, 1>(dql::cuda::(anonymous namespace)::FtArgs)") == "ft_mma_kernel<4, 2, bf16, false, 1>");
-  CHECK(sass::bench_name("dequant_ft_kernel<ft-uint8-bf16, true>") == "dequant/ft-uint8-bf16");
+  CHECK(
+      sass::short_name("void dql::cuda::(anonymous namespace)::dequant_ft_kernel<(dql::recipes::RecipeId)1, "
+                       "(dql::cuda::(anonymous namespace)::FtForm)2, true>(dql::quant::DequantArgs, "
+                       "dql::bits::FixedDivisor, dql::bits::FixedDivisor)") ==
+      "dequant_ft_kernel<ft-int4-fp16, crossing, true>");
+  CHECK(sass::bench_name("dequant_ft_kernel<ft-uint8-bf16, staged, true>") == "dequant/ft-uint8-bf16");
   CHECK(sass::bench_name("dequant_awq_kernel") == "dequant/awq-int4-fp16");
   CHECK(sass::bench_name("quant_segment_kernel<int8-sym>") == "quant/int8-sym");
-  CHECK(sass::bench_name("permute_kernel<4, false, true>") == "permute/int4-inv");
-  CHECK(sass::bench_name("permute_kernel<8, true, true, true>") == "permute/int8-fwd");
+  CHECK(sass::bench_name("permute_kernel<4, false, staged, true>") == "permute/int4-inv");
+  CHECK(sass::bench_name("permute_kernel<8, true, crossing, true>") == "permute/int8-fwd");
   CHECK(sass::bench_name("verify_kernel<nf4-fp16>").empty());
   CHECK(sass::elements_per_pass("dequant_plain_kernel<nf4-fp16, 8>") == 64);
-  CHECK(sass::elements_per_pass("dequant_ft_kernel<ft-int4-fp16, false>") == 64);
+  CHECK(sass::elements_per_pass("dequant_ft_kernel<ft-int4-fp16, thread, false>") == 64);
   CHECK(sass::elements_per_pass("dequant_awq_tiled_kernel") == 128);
   CHECK(sass::elements_per_pass("flush_kernel") == 0);
   CHECK(sass::glob_match("dequant_plain*cutlass*", "dequant_plain_kernel<cutlass-int4-fp16, 4>"));
@@ -251,7 +256,8 @@ TEST_CASE("sass command: the embedded listing, or a sentence saying there is non
       CHECK(k["per_element"]["per_element"]["total"].get<double>() > 0);
     }
   }
-  CHECK(dequant >= 23);  // plain (5 recipes), FT (4 x staged or not x 32- or 64-bit index), AWQ (2)
+  // plain (5 recipes), FT (4 x thread, staged or crossing x 32- or 64-bit index), AWQ (2)
+  CHECK(dequant >= 31);
 
   // One kernel's listing: every LOP3.LUT carries its table, the magic constant is in the listing.
   const Run one = run("sass --kernel 'dequant_plain_kernel<cutlass-int4-fp16, 2>' --json");

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <tuple>
+#include <type_traits>
 
 #include "codebook.cuh"
 #include "fast.hpp"
@@ -143,6 +144,12 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
 // in memory order, so thread t reads words t*V .. t*V + V - 1. Its 64 results are 64 consecutive
 // values of one output row.
 
+// How the FT-layout kernels move a warp's 32 chunks: each thread its own (Thread), or through
+// shared memory with the warp inside one column group (Staged) or running from the end of one
+// into the next (Crossing; a compare more a piece, kept out of the Staged form, where it cost
+// the int4 permute 2-5% on the H200).
+enum class FtForm { Thread, Staged, Crossing };
+
 template <int Bits>
 struct FtTile {
   static constexpr __host__ __device__ layouts::FtGeometry geom() { return layouts::FtGeometry{Bits}; }
@@ -165,16 +172,37 @@ struct FtTile {
     tile = static_cast<int64_t>(rem / I);
     n = static_cast<int64_t>(group * I + rem % I);
   }
-  // Chunk t and the warp's first chunk t - lane by one division, where a warp's 32 chunks lie in
-  // one column group (the staged forms: `chunks` is then a multiple of 32).
-  template <bool Narrow>
+  // Chunk t and the warp's first chunk t - lane by one division (the staged forms: a column group
+  // holds at least 32 chunks, so a warp's 32 lie in one group or run from one into the next, and
+  // the warp starts on a group's column 0: I divides 32 and the group's chunks).
+  template <bool Narrow, FtForm Form>
   static __device__ void locate_warp(int64_t t, int lane, bits::FixedDivisor chunks, int64_t& tile0,
                                      int64_t& n0, int64_t& tile, int64_t& n) {
     locate<Narrow>(t - lane, chunks, tile0, n0);
-    const uint64_t first = static_cast<uint64_t>(n0) / I * I;  // the column group's first column
-    const uint64_t rem = static_cast<uint64_t>(tile0) * I + (static_cast<uint64_t>(n0) - first) + lane;
+    uint64_t first = static_cast<uint64_t>(n0) / I * I;  // the column group's first column
+    uint64_t rem = static_cast<uint64_t>(tile0) * I + (static_cast<uint64_t>(n0) - first) + lane;
+    if constexpr (Form == FtForm::Crossing) {
+      if (rem >= chunks.d) rem -= chunks.d, first += I;  // past the group's end: the next group
+    }
     tile = static_cast<int64_t>(rem / I);
     n = static_cast<int64_t>(first + rem % I);
+  }
+  // The row and tile of the staged piece (column nsub, tile tl) of a warp that starts at (n0,
+  // tile0): with Crossing, tiles past the group's end are the next group's first ones.
+  template <FtForm Form>
+  static __device__ void warp_piece(int64_t n0, int64_t tile0, int64_t tiles_k, int nsub, int tl,
+                                    int64_t& row, int64_t& tile) {
+    row = n0 + nsub, tile = tile0 + tl;
+    if constexpr (Form == FtForm::Crossing) {
+      if (tile >= tiles_k) row += I, tile -= tiles_k;
+    }
+  }
+  // The form an [n, k] matrix takes: staged where a column group holds at least 32 chunks and
+  // they fill whole warps, crossing groups where a group's chunks are not a multiple of 32.
+  static __host__ FtForm form(int64_t n, int64_t k) {
+    const int64_t chunks = k / 64 * I;
+    if (chunks < 32 || n * (k / 64) % 32 != 0) return FtForm::Thread;
+    return chunks % 32 == 0 ? FtForm::Staged : FtForm::Crossing;
   }
   // Tile-local output column of element e of word j (the row permutation undone).
   static constexpr __host__ __device__ int column(int j, int e) {
@@ -183,14 +211,19 @@ struct FtTile {
   }
 };
 
-// With K a multiple of 64 * 32 / I, a warp's 32 chunks are 32 / I consecutive tiles of I rows;
-// the results then go through shared memory so that every store instruction of the warp writes
-// 512 contiguous bytes of one row (`Staged`). Otherwise each thread stores its own 128 bytes.
+// Where a column group holds at least 32 chunks (K at least 64 * 32 / I) and the chunks fill whole
+// warps (FtTile::stages), a warp's 32 chunks are 32 / I consecutive tiles of I rows, of one group
+// or the end of one and the start of the next; the results then go through shared memory so that
+// every store instruction of the warp writes 512 contiguous bytes of one row (`Staged`, split where
+// the warp changes group). Otherwise each thread stores its own 128 bytes, which ran at 21% of the
+// copy at 8192x7936 on the H200 (notes/performance.md, v11), when only K a multiple of
+// 64 * 32 / I was staged.
 // `per_group` divides by a column group's chunks, `group` rows of K by the group size (Narrow:
 // ft_index).
-template <RecipeId Id, bool Staged, bool Narrow>
+template <RecipeId Id, FtForm Form, bool Narrow>
 __global__ void __launch_bounds__(kThreads)
     dequant_ft_kernel(DequantArgs a, bits::FixedDivisor per_group, bits::FixedDivisor group) {
+  constexpr bool Staged = Form != FtForm::Thread;
   constexpr int B = recipes::recipe_bits(Id);
   using T = FtTile<B>;
   __shared__ uint4 stage[Staged ? kThreads * 8 : 1];
@@ -200,7 +233,7 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x % 32;
   int64_t tile, n, tile0 = 0, n0 = 0;  // the thread's chunk and (staged) the warp's first
   if constexpr (Staged) {
-    T::template locate_warp<Narrow>(t, lane, per_group, tile0, n0, tile, n);
+    T::template locate_warp<Narrow, Form>(t, lane, per_group, tile0, n0, tile, n);
   } else {
     T::template locate<Narrow>(t, per_group, tile, n);
   }
@@ -258,7 +291,9 @@ __global__ void __launch_bounds__(kThreads)
       const int nsub = s / (8 * kTiles), tl = (s / 8) % kTiles, part = s % 8;
       const int from = tl * T::I + nsub;
       const uint4 x = mine[from * 8 + (part ^ (from % 8))];
-      __stcs(reinterpret_cast<uint4*>(a.out + (n0 + nsub) * a.k + (tile0 + tl) * 64) + part, x);
+      int64_t row, at;
+      T::template warp_piece<Form>(n0, tile0, tiles_k, nsub, tl, row, at);
+      __stcs(reinterpret_cast<uint4*>(a.out + row * a.k + at * 64) + part, x);
     }
   }
 }
@@ -642,8 +677,9 @@ __global__ void __launch_bounds__(kCluster ? kHoldAll / 32 : kWideMax)
 
 // The plain side of a warp's 32 tiles is I row segments of 32 / I tiles each; `Staged` moves it
 // through shared memory so that every global access of the warp is contiguous.
-template <int Bits, bool Forward, bool Staged, bool Narrow>
+template <int Bits, bool Forward, FtForm Form, bool Narrow>
 __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a, bits::FixedDivisor per_group) {
+  constexpr bool Staged = Form != FtForm::Thread;
   using T = FtTile<Bits>;
   constexpr uint32_t mask = (1u << Bits) - 1u, bias = 1u << (Bits - 1);
   constexpr int P = T::V / 4;        // 16-byte chunks per tile and side
@@ -657,7 +693,7 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a, bits::
   const int64_t t0 = t - lane;
   int64_t tile, n, tile0 = 0, n0 = 0;  // the thread's chunk and (staged) the warp's first
   if constexpr (Staged) {
-    T::template locate_warp<Narrow>(t, lane, per_group, tile0, n0, tile, n);
+    T::template locate_warp<Narrow, Form>(t, lane, per_group, tile0, n0, tile, n);
   } else {
     T::template locate<Narrow>(t, per_group, tile, n);
   }
@@ -668,7 +704,9 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a, bits::
   };
   const auto plain_chunk = [&](int s) {
     const int nsub = s / (P * kTiles), tl = (s / P) % kTiles, part = s % P;
-    return PlainChunk{((n0 + nsub) * a.k + (tile0 + tl) * 64) / T::E + 4 * part, tl * T::I + nsub, part};
+    int64_t row, at;
+    T::template warp_piece<Form>(n0, tile0, tiles_k, nsub, tl, row, at);
+    return PlainChunk{(row * a.k + at * 64) / T::E + 4 * part, tl * T::I + nsub, part};
   };
   // The 64 values of row n, columns tile*64 .. +63, as plain words, and the V words of the tile.
   const int64_t plain_at = (n * a.k + tile * 64) / T::E, ft_at = t * T::V;
@@ -789,6 +827,16 @@ FtIndex ft_index(int64_t n, int64_t k, int bits, int64_t group = 1) {
   ix.fits = true;
   return ix;
 }
+// Calls go(form, narrow) with both as compile-time constants (std::integral_constant).
+template <class Go>
+void with_ft_form(FtForm form, bool narrow, Go&& go) {
+  const auto at = [&](auto f) { narrow ? go(f, std::true_type{}) : go(f, std::false_type{}); };
+  switch (form) {
+    case FtForm::Thread: at(std::integral_constant<FtForm, FtForm::Thread>{}); break;
+    case FtForm::Staged: at(std::integral_constant<FtForm, FtForm::Staged>{}); break;
+    case FtForm::Crossing: at(std::integral_constant<FtForm, FtForm::Crossing>{}); break;
+  }
+}
 std::string ft_too_long(const char* what, int64_t k) {
   return std::string(what) + " cannot run on the GPU: K = " + std::to_string(k) +
          " is beyond the FT-layout kernels (K / 64 x the interleave must stay below 2^31)";
@@ -825,20 +873,18 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
     case quant::Layout::Ft: {
       const unsigned g = blocks_for(a.n * (a.k / 64));
       const int bits = quant::scheme_bits(a.scheme);
-      const bool staged = (a.k / 64) % (bits == 4 ? 8 : 16) == 0;
+      const FtForm form = bits == 4 ? FtTile<4>::form(a.n, a.k) : FtTile<8>::form(a.n, a.k);
       const FtIndex ix = ft_index(a.n, a.k, bits, a.group);
       if (!ix.fits) return ft_too_long("dequantize", a.k);
-      const size_t pad = staged ? occupancy_cap_pad(kFtBlocksPerSm, kThreads * 8 * sizeof(uint4)) : 0;
+      const size_t pad =
+          form != FtForm::Thread ? occupancy_cap_pad(kFtBlocksPerSm, kThreads * 8 * sizeof(uint4)) : 0;
       switch (a.recipe) {
-#define DQL_FT(ID)                                                                                      \
-  case R::ID:                                                                                           \
-    if (staged) {                                                                                       \
-      ix.narrow ? dequant_ft_kernel<R::ID, true, true><<<g, kThreads, pad>>>(a, ix.chunks, ix.group)    \
-                : dequant_ft_kernel<R::ID, true, false><<<g, kThreads, pad>>>(a, ix.chunks, ix.group);  \
-    } else {                                                                                            \
-      ix.narrow ? dequant_ft_kernel<R::ID, false, true><<<g, kThreads, pad>>>(a, ix.chunks, ix.group)   \
-                : dequant_ft_kernel<R::ID, false, false><<<g, kThreads, pad>>>(a, ix.chunks, ix.group); \
-    }                                                                                                   \
+#define DQL_FT(ID)                                                          \
+  case R::ID:                                                               \
+    with_ft_form(form, ix.narrow, [&](auto f, auto narrow) {                \
+      dequant_ft_kernel<R::ID, decltype(f)::value, decltype(narrow)::value> \
+          <<<g, kThreads, pad>>>(a, ix.chunks, ix.group);                   \
+    });                                                                     \
     break;
         DQL_FT(FtInt4F16)
         DQL_FT(FtInt4Bf16)
@@ -926,20 +972,26 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 
 std::string fast_permute(const PermuteArgs& a, bool forward, bool wait) {
   const unsigned g = blocks_for(a.n * (a.k / 64));
-  const bool staged = (a.k / 64) % (a.bits == 4 ? 8 : 16) == 0;
+  FtForm form = a.bits == 4 ? FtTile<4>::form(a.n, a.k) : FtTile<8>::form(a.n, a.k);
+  // int4 forward, where warps would cross groups, stays a thread per tile: crossing measured
+  // 0.98x there (0.975x at 8192x11008, 0.985x at 8192x7936 on the H200), while it took the
+  // inverse 1.03-1.07x and int8 both ways 1.6x faster than a thread per tile (notes, v11).
+  if (form == FtForm::Crossing && a.bits == 4 && forward) form = FtForm::Thread;
   const FtIndex ix = ft_index(a.n, a.k, a.bits);
   if (!ix.fits) return ft_too_long("permute", a.k);
-#define DQL_PERMUTE_NARROW(B, F, S, N) permute_kernel<B, F, S, N><<<g, kThreads>>>(a, ix.chunks)
-#define DQL_PERMUTE(B, F)                                                                              \
-  (staged ? (ix.narrow ? DQL_PERMUTE_NARROW(B, F, true, true) : DQL_PERMUTE_NARROW(B, F, true, false)) \
-          : (ix.narrow ? DQL_PERMUTE_NARROW(B, F, false, true) : DQL_PERMUTE_NARROW(B, F, false, false)))
+  const auto launch = [&](auto bits, auto fwd) {
+    with_ft_form(form, ix.narrow, [&](auto f, auto narrow) {
+      permute_kernel<decltype(bits)::value, decltype(fwd)::value, decltype(f)::value, decltype(narrow)::value>
+          <<<g, kThreads>>>(a, ix.chunks);
+    });
+  };
+  using Int4 = std::integral_constant<int, 4>;
+  using Int8 = std::integral_constant<int, 8>;
   if (a.bits == 4) {
-    forward ? DQL_PERMUTE(4, true) : DQL_PERMUTE(4, false);
+    forward ? launch(Int4{}, std::true_type{}) : launch(Int4{}, std::false_type{});
   } else {
-    forward ? DQL_PERMUTE(8, true) : DQL_PERMUTE(8, false);
+    forward ? launch(Int8{}, std::true_type{}) : launch(Int8{}, std::false_type{});
   }
-#undef DQL_PERMUTE
-#undef DQL_PERMUTE_NARROW
   return status("permute", wait);
 }
 

@@ -166,9 +166,10 @@ const char* scheme_name(int v) {
   return nullptr;
 }
 
-enum class EnumKind { Recipe, Scheme, OutType };
+enum class EnumKind { Recipe, Scheme, OutType, FtForm };
 
-// "(RecipeId)5" -> "cutlass-int4-fp16", "(Scheme)3" -> "nf4", "(OutType)1" -> "bf16".
+// "(RecipeId)5" -> "cutlass-int4-fp16", "(Scheme)3" -> "nf4", "(OutType)1" -> "bf16", "(FtForm)2"
+// -> "crossing" (how an FT-layout kernel moves a warp's chunks: fast.cu's FtForm).
 void name_enums(std::string& s, std::string_view cast, EnumKind kind) {
   for (size_t p = s.find(cast); p != std::string::npos; p = s.find(cast, p + 1)) {
     size_t q = p + cast.size();
@@ -181,6 +182,9 @@ void name_enums(std::string& s, std::string_view cast, EnumKind kind) {
         name = recipes::spec_of(static_cast<recipes::RecipeId>(v)).name;
     } else if (kind == EnumKind::Scheme) {
       name = scheme_name(v);
+    } else if (kind == EnumKind::FtForm) {
+      static constexpr const char* kForms[] = {"thread", "staged", "crossing"};
+      if (v >= 0 && v < 3) name = kForms[v];
     } else if (v == static_cast<int>(recipes::OutType::F16) ||
                v == static_cast<int>(recipes::OutType::BF16)) {
       name = v == static_cast<int>(recipes::OutType::F16) ? "fp16" : "bf16";
@@ -326,6 +330,7 @@ std::string short_name(std::string_view demangled) {
   name_enums(s, "(RecipeId)", EnumKind::Recipe);
   name_enums(s, "(Scheme)", EnumKind::Scheme);
   name_enums(s, "(OutType)", EnumKind::OutType);
+  name_enums(s, "(FtForm)", EnumKind::FtForm);
   return s;
 }
 

@@ -267,11 +267,15 @@ TEST_CASE(
 }
 
 TEST_CASE("whole matrices: permute both ways through every kernel form, as the CPU twin does") {
-  // K / 64 = 5: a thread per tile, for both widths; 24: int4 staged (whole row segments of 8
-  // tiles), int8 not; 8: int4 staged; 16 and 128: both staged (int8: segments of 16 tiles).
+  // K / 64 = 5: a thread per tile, for both widths; 16 and 128: both staged, every warp inside
+  // one column group; 24: int4 the same, int8 (48 chunks a group) with warps running into the
+  // next group; 8: int4 staged, int8 not (16 chunks a group); 172 (K = 11008): both staged with
+  // warps running into the next group; 9: int4 so, int8 not; 25 with 12 rows: a thread per tile
+  // (300 chunks do not fill whole warps).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
-  const std::pair<int64_t, int64_t> shapes[] = {{64, 320}, {8, 1536}, {12, 1024}, {36, 8192}, {20, 512}};
+  const std::pair<int64_t, int64_t> shapes[] = {{64, 320}, {8, 1536},  {12, 1024}, {36, 8192},
+                                                {20, 512}, {8, 11008}, {32, 576},  {12, 1600}};
   for (const auto& [n, k] : shapes) {
     for (int bits : {4, 8}) {
       std::vector<uint32_t> words(static_cast<size_t>(n * k * bits / 32));
@@ -280,6 +284,26 @@ TEST_CASE("whole matrices: permute both ways through every kernel form, as the C
       CHECK_MESSAGE(f == cpu->permute(bits, n, k, words, true), "int", bits, " ", n, "x", k);
       CHECK_MESSAGE(gpu->permute(bits, n, k, f, false) == words, "int", bits, " ", n, "x", k);
       CHECK_MESSAGE(f != words, "int", bits, " ", n, "x", k);  // the layout moves values
+    }
+  }
+}
+
+TEST_CASE(
+    "whole matrices: FT dequant where a warp's chunks run into the next column group, as the CPU twin does") {
+  // K / 64 = 172 (K = 11008) and 18: both widths staged with warps that cross a column group's
+  // end; 9: int4 so, int8 a thread per tile; 25 with 12 rows: a thread per tile (not whole warps).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  const std::pair<int64_t, int64_t> shapes[] = {{8, 11008}, {16, 1152}, {32, 576}, {12, 1600}};
+  for (const auto& [n, k] : shapes) {
+    const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(5 * n + k), n, k);
+    for (quant::Scheme scheme : {quant::Scheme::Int4Sym, quant::Scheme::Int8Sym}) {
+      const QuantSpec s{scheme, quant::Layout::Ft, 64};
+      const QuantizedMatrix a = cpu->quantize(w, s);
+      for (auto r : recipes_for(s)) {
+        CHECK_MESSAGE(gpu->dequantize(a, r) == cpu->dequantize(a, r), recipes::spec_of(r).name, " ", n, "x",
+                      k);
+      }
     }
   }
 }
