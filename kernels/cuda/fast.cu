@@ -212,7 +212,7 @@ struct FtTile {
 };
 
 // Where a column group holds at least 32 chunks (K at least 64 * 32 / I) and the chunks fill whole
-// warps (FtTile::stages), a warp's 32 chunks are 32 / I consecutive tiles of I rows, of one group
+// warps (FtTile::form), a warp's 32 chunks are 32 / I consecutive tiles of I rows, of one group
 // or the end of one and the start of the next; the results then go through shared memory so that
 // every store instruction of the warp writes 512 contiguous bytes of one row (`Staged`, split where
 // the warp changes group). Otherwise each thread stores its own 128 bytes, which ran at 21% of the
