@@ -1074,10 +1074,16 @@ std::string launch_ft_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
                                    : launch_ft_nt<BITS, WPT, OutType::BF16, NAIVE>(L, ws, wait);
 }
 
+// int4 takes steps of 4 words a lane where the group allows (a multiple of 128), else of 2. Up to
+// 8 rows, K a multiple of 256 but not of 512 also takes steps of 2: their copy-engine units (256
+// rows of K) divide K where those of 4-word steps (512) do not, and the per-lane form those
+// shapes fell to was 1.3-1.5x slower (H200, 4096x11008 and 8192x11008 at M = 1 and 8;
+// notes/performance.md, g25). From 9 rows both step widths take units of 512.
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (L.w.scheme == quant::Scheme::Int8Sym) return launch_ft_t<8, 4, NAIVE>(L, ws, wait);
-  if (L.w.group % 128 == 0) return launch_ft_t<4, 4, NAIVE>(L, ws, wait);
+  const bool half_units = L.p.m <= 8 && L.w.k % 512 != 0 && L.w.k % 256 == 0;
+  if (L.w.group % 128 == 0 && !half_units) return launch_ft_t<4, 4, NAIVE>(L, ws, wait);
   return launch_ft_t<4, 2, NAIVE>(L, ws, wait);
 }
 

@@ -508,7 +508,8 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
     QuantSpec spec;
     gemv::Path path;
   };
-  std::vector<std::pair<int64_t, int64_t>> shapes = {{128, 512}, {256, 2048}};
+  // K = 1280 (a multiple of 256, not of 512): int4 g128 up to 8 rows in steps of 2 words.
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{128, 512}, {256, 2048}, {128, 1280}};
   if (kInputs >= (size_t{1} << 26)) shapes.push_back({4096, 4096});
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + 3 * k), n, k);
