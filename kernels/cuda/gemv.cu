@@ -1075,15 +1075,16 @@ std::string launch_ft_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
 }
 
 // int4 takes steps of 4 words a lane where the group allows (a multiple of 128), else of 2. Up to
-// 8 rows, K a multiple of 256 but not of 512 also takes steps of 2: their copy-engine units (256
-// rows of K) divide K where those of 4-word steps (512) do not, and the per-lane form those
-// shapes fell to was 1.3-1.5x slower (H200, 4096x11008 and 8192x11008 at M = 1 and 8;
-// notes/performance.md, g25). From 9 rows both step widths take units of 512.
+// 8 rows, where the copy-engine form of 4-word steps does not fit but that of 2-word steps does
+// (K a multiple of 256, their units, but not of 512, the 4-word ones': K = 11008, for one), the
+// 2-word steps: the per-lane form those shapes fell to was 1.37-2.09x slower (H200, 4096x11008
+// and 8192x11008 at M = 1 to 8; notes/performance.md, g25). From 9 rows both widths take units
+// of 512 rows of K.
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (L.w.scheme == quant::Scheme::Int8Sym) return launch_ft_t<8, 4, NAIVE>(L, ws, wait);
-  const bool half_units = L.p.m <= 8 && L.w.k % 512 != 0 && L.w.k % 256 == 0;
-  if (L.w.group % 128 == 0 && !half_units) return launch_ft_t<4, 4, NAIVE>(L, ws, wait);
+  const bool only_two_words_fit = L.p.m <= 8 && !bulk_fits<4, 4, 1>(L) && bulk_fits<4, 2, 1>(L);
+  if (L.w.group % 128 == 0 && !only_two_words_fit) return launch_ft_t<4, 4, NAIVE>(L, ws, wait);
   return launch_ft_t<4, 2, NAIVE>(L, ws, wait);
 }
 
