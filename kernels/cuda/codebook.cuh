@@ -32,4 +32,20 @@ __device__ inline uint32_t lane_code_book_entry() {
   return (l & 1u) ? e2[1] : e2[0];
 }
 
+// One NF4 word through the code book: the recipe's value (recipes::nf4_fp16, convert_word), code
+// book entry times absmax in fp32, each pair rounded once to fp16, v[r] holding elements 2r and
+// 2r + 1. The one difference is how a code reaches the shuffle: shfl reads only the low 5 bits of
+// its lane index and lanes 16..31 repeat the book, so the word shifted to a code's nibble is the
+// index as it stands, without the recipe's mask (8 instructions a word fewer).
+__device__ inline void nf4_word(const WarpCodeBook& book, uint32_t word, uint32_t absmax_bits,
+                                uint32_t (&v)[4]) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    // Byte r: element 2r in its high nibble, 2r + 1 in its low one.
+    const uint32_t even = __shfl_sync(0xFFFFFFFFu, book.lane_entry, static_cast<int>(word >> (8 * r + 4)));
+    const uint32_t odd = __shfl_sync(0xFFFFFFFFu, book.lane_entry, static_cast<int>(word >> (8 * r)));
+    v[r] = bits::cvt_f16x2_f32(bits::mul_f32(odd, absmax_bits), bits::mul_f32(even, absmax_bits));
+  }
+}
+
 }  // namespace dql::cuda

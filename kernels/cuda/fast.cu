@@ -1,6 +1,7 @@
 // The fast kernels: the same values as the per-item functions in quant/quant.hpp (the CPU twin),
 // arranged for the memory system. Every value is computed by the shared functions
-// (convert_word, sym_code, nf4_code_of, the FT maps); only who does what, and how the bytes
+// (convert_word, sym_code, nf4_code_of, the FT maps), but for the plain NF4 dequant's code book
+// fetch (nf4_word in codebook.cuh, the same operations); only who does what, and how the bytes
 // move, differs. notes/performance.md has the reasoning and the figures.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -86,7 +87,8 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
   constexpr bool kNf4 = Id == RecipeId::Nf4F16;
   const uint32_t row_units = static_cast<uint32_t>(a.k / 8);
   const uint32_t base = blockIdx.x * (kUnits * kThreads) + threadIdx.x;
-  const uint32_t groups = static_cast<uint32_t>(a.k / a.group);
+  // Groups a row by the shift (a division here cost each thread some 20 instructions).
+  const uint32_t groups = group_shift < 0 ? 1u : static_cast<uint32_t>(a.k >> group_shift);
   const WarpCodeBook book{lane_code_book_entry()};
   for (int64_t n = blockIdx.y; n < a.n; n += gridDim.y) {
     const int64_t row_unit0 = n * row_units;
@@ -124,8 +126,7 @@ __global__ void __launch_bounds__(kThreads) dequant_plain_kernel(DequantArgs a, 
       const uint32_t k0 = (live ? u : 0u) * 8u;
       uint32_t v[4];
       if constexpr (kNf4) {
-        uint32_t s16[8];
-        quant::convert_word(Id, false, w[j][0], 0u, absmax[j], s16, v, book);
+        nf4_word(book, w[j][0], absmax[j], v);
       } else {
         const uint32_t s = __ldg(a.scales + param(k0));
         const uint32_t s16[8] = {s, s, s, s, s, s, s, s};
