@@ -475,7 +475,11 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 #define DQL_BULK_COPY 1
 #endif
 
-template <int BITS, int WPT, int NT>
+// Steps a unit (see BulkShape::kSteps): 8 with two or four token tiles of int4, else 4.
+template <int BITS, int NT>
+constexpr int kUnitSteps = BITS == 4 && NT >= 2 && NT <= 4 ? 8 : 4;
+
+template <int BITS, int WPT, int NT, int STEPS = kUnitSteps<BITS, NT>>
 struct BulkShape {
   using S = FtShape<BITS, WPT>;
   // Two stages: measured faster than three or four (notes/performance.md, g5): the smaller ring
@@ -486,8 +490,9 @@ struct BulkShape {
   // shared-memory banks, the 8-byte ones in none, and the longer unit lets a stage's X rows
   // serve twice the weights (notes/performance.md, g11). One token tile keeps 4 steps.
   // Four token tiles (M 17-32, int4) do the same; eight (M 33-64) take units of 4 steps, so that
-  // two stages of 64 X rows leave room for two blocks a multiprocessor.
-  static constexpr int kSteps = BITS == 4 && NT >= 2 && NT <= 4 ? 8 : 4;  // steps per unit
+  // two stages of 64 X rows leave room for two blocks a multiprocessor. Two and four token tiles
+  // take units of 4 steps too where K is a multiple of 256 but not of 512 (launch_ft_nt).
+  static constexpr int kSteps = STEPS;  // steps per unit
   static_assert(!(BITS == 4 && NT >= 2) || WPT == 2, "two or more token tiles of int4 take two words a lane");
   static constexpr int KU = kSteps * S::KSTEP;                // K per unit
   static constexpr int kChannels = 16 * kSliceWarps;          // channels per tile
@@ -598,7 +603,7 @@ __global__ void stage_x_kernel(const uint16_t* x, uint16_t* xs, int64_t k, int r
 // token tiles); from four token tiles one set, and the ends known at compile time: SPG > 0 steps
 // a group, which divides the unit (so that every unit starts a group), or 0: groups of whole
 // units (per-channel scales, long groups).
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT, int SPG, bool XS>
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT, int SPG, bool XS, int STEPS>
 __global__ void __launch_bounds__(kSliceWarps * 32)
     ft_bulk_kernel(BulkArgs a, const __grid_constant__ CUtensorMap wmap,
                    const __grid_constant__ CUtensorMap smap) {
@@ -607,7 +612,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
   // XS: launched behind stage_x_kernel (a programmatic dependent), whose X is ready after this.
   if constexpr (XS) asm volatile("griddepcontrol.wait;" ::: "memory");
   using S = FtShape<BITS, WPT>;
-  using B = BulkShape<BITS, WPT, NT>;
+  using B = BulkShape<BITS, WPT, NT, STEPS>;
   using W = Words<WPT>;
   extern __shared__ __align__(128) unsigned char smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
@@ -913,9 +918,9 @@ bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t wor
   return tensor_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, q, words, groups, box_words, box_groups);
 }
 
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS>
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS, int STEPS>
 std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  using B = BulkShape<BITS, WPT, NT>;
+  using B = BulkShape<BITS, WPT, NT, STEPS>;
   using S = FtShape<BITS, WPT>;
   static_assert(B::kRunWords <= 256 && B::kRuns <= 256, "a tensor-map box is at most 256 a side");
   CUtensorMap wmap;
@@ -955,8 +960,8 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   // Split tiles meet through a second kernel (the settling kernel) where the blocks have several units
   // each; with fewer, the last block of each tile settles it (measured, notes/performance.md, w7).
   static Fit fit_settled, fit_fenced;
-  const auto settled = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, true, SPG, XS>;
-  const auto fenced = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, false, SPG, XS>;
+  const auto settled = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, true, SPG, XS, STEPS>;
+  const auto fenced = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, false, SPG, XS, STEPS>;
   int64_t blocks =
       std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_settled, settled, smem)} * L.sms);
   if (a.units < kSettleFrom * blocks) {
@@ -993,9 +998,9 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
 
 // How the form of NT token tiles finds a group's ends (the SPG of ft_bulk_kernel); -2 where groups
 // of this size do not fit it (4 steps a group in units of 8, for example).
-template <int BITS, int WPT, int NT>
+template <int BITS, int WPT, int NT, int STEPS = kUnitSteps<BITS, NT>>
 int bulk_spg(int64_t group) {
-  using B = BulkShape<BITS, WPT, NT>;
+  using B = BulkShape<BITS, WPT, NT, STEPS>;
   if constexpr (NT < 4) {
     return -1;
   } else {
@@ -1008,30 +1013,30 @@ int bulk_spg(int64_t group) {
 // X re-laid first (stage_x_kernel) from four token tiles, and with two from 12 rows on matrices of
 // 2^26 weights or more; not with one token tile (at most 8 copies of X a stage) or on smaller
 // matrices, where the extra launch costs more than the copies it saves (notes/performance.md, g17).
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT>
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int STEPS = kUnitSteps<BITS, NT>>
 std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if constexpr (NT == 1) {
-    return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, false>(L, ws, wait);
+    return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, false, STEPS>(L, ws, wait);
   } else if constexpr (NT == 2) {
     if (L.p.m >= 12 && L.w.n * L.w.k >= (int64_t{1} << 26))
-      return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, true>(L, ws, wait);
-    return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, false>(L, ws, wait);
+      return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, true, STEPS>(L, ws, wait);
+    return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, false, STEPS>(L, ws, wait);
   } else {
-    switch (bulk_spg<BITS, WPT, NT>(L.w.group)) {
-      case 1: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 1, true>(L, ws, wait);
-      case 2: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 2, true>(L, ws, wait);
-      default: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 0, true>(L, ws, wait);
+    switch (bulk_spg<BITS, WPT, NT, STEPS>(L.w.group)) {
+      case 1: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 1, true, STEPS>(L, ws, wait);
+      case 2: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 2, true, STEPS>(L, ws, wait);
+      default: return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 0, true, STEPS>(L, ws, wait);
     }
   }
 }
 
 // The copy-engine form where it applies: compute capability 9.0, M up to 8 * NT, whole tiles and units.
-template <int BITS, int WPT, int NT>
+template <int BITS, int WPT, int NT, int STEPS = kUnitSteps<BITS, NT>>
 bool bulk_fits(const GemvLaunch& L) {
-  using B = BulkShape<BITS, WPT, NT>;
+  using B = BulkShape<BITS, WPT, NT, STEPS>;
   using S = FtShape<BITS, WPT>;
   return L.cc >= 90 && L.p.m <= B::kMaxRows && L.w.n % B::kChannels == 0 && L.w.k % B::KU == 0 &&
-         L.w.group % S::KSTEP == 0 && bulk_spg<BITS, WPT, NT>(L.w.group) != -2 &&
+         L.w.group % S::KSTEP == 0 && bulk_spg<BITS, WPT, NT, STEPS>(L.w.group) != -2 &&
          (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
 }
 
@@ -1043,8 +1048,16 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (m > 8 && m <= 16 && bulk_fits<BITS, kWpt2, 2>(L))
     return launch_bulk<BITS, kWpt2, T, NAIVE, 2>(L, ws, wait);
   if constexpr (BITS == 4) {
+    // Where units of 8 steps (512 rows of K) do not divide K but units of 4 do (K = 11008, for
+    // one), two and four token tiles take units of 4: against the per-lane form, 1.6-2.8x (M 9-16)
+    // and 3.0-4.2x (M 24-32) on the H200 at 4096x11008 and 8192x11008; against the form of eight
+    // token tiles (units of 4 steps already) 1.3-1.6x (notes/performance.md, g26).
+    if (m > 8 && m <= 16 && bulk_fits<BITS, kWpt2, 2, 4>(L))
+      return launch_bulk<BITS, kWpt2, T, NAIVE, 2, 4>(L, ws, wait);
     if (m > 16 && m <= 32 && bulk_fits<BITS, kWpt2, 4>(L))
       return launch_bulk<BITS, kWpt2, T, NAIVE, 4>(L, ws, wait);
+    if (m > 16 && m <= 32 && bulk_fits<BITS, kWpt2, 4, 4>(L))
+      return launch_bulk<BITS, kWpt2, T, NAIVE, 4, 4>(L, ws, wait);
     if (m > 32 && m <= 64 && bulk_fits<BITS, kWpt2, 8>(L))
       return launch_bulk<BITS, kWpt2, T, NAIVE, 8>(L, ws, wait);
     // More rows: passes of 64 (the last one what is left) through the forms above, one after
@@ -1078,8 +1091,8 @@ std::string launch_ft_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // 8 rows, where the copy-engine form of 4-word steps does not fit but that of 2-word steps does
 // (K a multiple of 256, their units, but not of 512, the 4-word ones': K = 11008, for one), the
 // 2-word steps: the per-lane form those shapes fell to was 1.37-2.09x slower (H200, 4096x11008
-// and 8192x11008 at M = 1 to 8; notes/performance.md, g25). From 9 rows both widths take units
-// of 512 rows of K.
+// and 8192x11008 at M = 1 to 8; notes/performance.md, g25). From 9 rows int4 takes 2-word steps
+// whatever the group, in units of 256 rows of K where 512 do not divide it (launch_ft_nt).
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (L.w.scheme == quant::Scheme::Int8Sym) return launch_ft_t<8, 4, NAIVE>(L, ws, wait);

@@ -449,16 +449,19 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   cudaDeviceProp prop{};
   REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
   struct Run {
-    int64_t n;
+    int64_t n, k;
     QuantSpec spec;
     std::vector<int64_t> ms;
   };
-  // int8 per channel too: its two token tiles re-lay X the same way at 8192 x 8192.
-  const Run runs[] = {{4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
-                      {8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
-                      {8192, {quant::Scheme::Int8Sym, quant::Layout::Ft, 8192}, {12, 16}}};
+  // int8 per channel too: its two token tiles re-lay X the same way at 8192 x 8192. K = 11008 (a
+  // multiple of 256, not of 512): units of 256 rows of K at every M, settled by the second kernel.
+  const Run runs[] = {
+      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
+      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
+      {8192, 8192, {quant::Scheme::Int8Sym, quant::Layout::Ft, 8192}, {12, 16}},
+      {8192, 11008, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 32}}};
   for (const Run& run : runs) {
-    const int64_t n = run.n, k = n;
+    const int64_t n = run.n, k = run.k;
     const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
     const QuantizedMatrix q = cpu->quantize(w, run.spec);
     const DeviceArray<uint32_t> dq(q.qwords);
@@ -468,6 +471,7 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
     dw.scales = ds.get();
     for (int64_t m : run.ms) {
       CAPTURE(n);
+      CAPTURE(k);
       CAPTURE(static_cast<int>(run.spec.scheme));
       CAPTURE(m);
       gemv::Epilogue epi;
@@ -508,7 +512,7 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
     QuantSpec spec;
     gemv::Path path;
   };
-  // K = 1280 (a multiple of 256, not of 512): int4 g128 up to 8 rows in steps of 2 words.
+  // K = 1280 (a multiple of 256, not of 512): int4 in units of 256 rows of K at every M.
   std::vector<std::pair<int64_t, int64_t>> shapes = {{128, 512}, {256, 2048}, {128, 1280}};
   if (kInputs >= (size_t{1} << 26)) shapes.push_back({4096, 4096});
   for (const auto& [n, k] : shapes) {
