@@ -36,7 +36,7 @@ __device__ inline uint32_t lane_code_book_entry() {
 // book entry times absmax in fp32, each pair rounded once to fp16, v[r] holding elements 2r and
 // 2r + 1. The one difference is how a code reaches the shuffle: shfl reads only the low 5 bits of
 // its lane index and lanes 16..31 repeat the book, so the word shifted to a code's nibble is the
-// index as it stands, without the recipe's mask (8 instructions a word fewer).
+// index as it stands, without the recipe's mask (7 instructions a word fewer).
 __device__ inline void nf4_word(const WarpCodeBook& book, uint32_t word, uint32_t absmax_bits,
                                 uint32_t (&v)[4]) {
 #pragma unroll
