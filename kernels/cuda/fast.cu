@@ -828,6 +828,10 @@ FtIndex ft_index(int64_t n, int64_t k, int bits, int64_t group = 1) {
   ix.fits = true;
   return ix;
 }
+// FtTile::form for the width known at run time.
+FtForm ft_form(int bits, int64_t n, int64_t k) {
+  return bits == 4 ? FtTile<4>::form(n, k) : FtTile<8>::form(n, k);
+}
 // Calls go(form, narrow) with both as compile-time constants (std::integral_constant).
 template <class Go>
 void with_ft_form(FtForm form, bool narrow, Go&& go) {
@@ -874,7 +878,7 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
     case quant::Layout::Ft: {
       const unsigned g = blocks_for(a.n * (a.k / 64));
       const int bits = quant::scheme_bits(a.scheme);
-      const FtForm form = bits == 4 ? FtTile<4>::form(a.n, a.k) : FtTile<8>::form(a.n, a.k);
+      const FtForm form = ft_form(bits, a.n, a.k);
       const FtIndex ix = ft_index(a.n, a.k, bits, a.group);
       if (!ix.fits) return ft_too_long("dequantize", a.k);
       const size_t pad =
@@ -973,7 +977,7 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
 
 std::string fast_permute(const PermuteArgs& a, bool forward, bool wait) {
   const unsigned g = blocks_for(a.n * (a.k / 64));
-  FtForm form = a.bits == 4 ? FtTile<4>::form(a.n, a.k) : FtTile<8>::form(a.n, a.k);
+  FtForm form = ft_form(a.bits, a.n, a.k);
   // int4 forward, where warps would cross groups, stays a thread per tile: crossing measured
   // 0.98x there (0.975x at 8192x11008, 0.985x at 8192x7936 on the H200), while it took the
   // inverse 1.03-1.07x and int8 both ways 1.6x faster than a thread per tile (notes, v11).
