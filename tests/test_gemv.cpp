@@ -7,6 +7,7 @@
 
 #include "gemv_cases.hpp"
 #include "kernels/backend/host_steps.hpp"
+#include "kernels/gemv/split.hpp"
 
 using namespace dql;
 using quant::Layout;
@@ -157,4 +158,60 @@ TEST_CASE("gemv: refusals say what is accepted") {
   clamp.epi.lo = 2.0f, clamp.epi.hi = 1.0f;
   CHECK(message(ft, clamp).find("empty") != std::string::npos);
   CHECK(message(ft, r).empty());
+}
+
+// The launcher's rule for the fenced copy-engine form (gemv::split_tile_blocks): every block's run
+// of units lies inside one tile, the runs of a tile differ by one unit at most, no more blocks
+// than four a multiprocessor or than fit, and no smaller split of a tile gives runs as short.
+TEST_CASE("gemv split: the fenced form's runs stay inside their tiles, even and short") {
+  const int64_t sms = 132;
+  int64_t split = 0, persistent = 0;
+  for (int64_t fit : {132, 396, 792}) {
+    for (int64_t tiles : {1, 2, 3, 7, 64, 80, 128, 172, 256, 448, 529, 600, 1000}) {
+      for (int64_t per_tile : {1, 2, 3, 5, 8, 10, 16, 43, 56}) {
+        CAPTURE(fit);
+        CAPTURE(tiles);
+        CAPTURE(per_tile);
+        const int64_t units = tiles * per_tile;
+        const int64_t blocks = gemv::split_tile_blocks(tiles, per_tile, fit, sms);
+        const int64_t room = std::min(fit, 4 * sms);
+        if (tiles > room) {
+          ++persistent;
+          CHECK(blocks == std::min(units, fit));
+          continue;
+        }
+        ++split;
+        REQUIRE(blocks % tiles == 0);
+        const int64_t s = blocks / tiles;
+        CHECK(s >= 1);
+        CHECK(s <= per_tile);
+        CHECK(blocks <= room);
+        int64_t shortest = units, longest = 0;
+        for (int64_t b = 0; b < blocks; ++b) {
+          const int64_t begin = units * b / blocks, end = units * (b + 1) / blocks;
+          REQUIRE(end > begin);
+          CHECK(begin / per_tile == (end - 1) / per_tile);
+          shortest = std::min(shortest, end - begin);
+          longest = std::max(longest, end - begin);
+        }
+        CHECK(longest - shortest <= 1);
+        for (int64_t t = 1; t <= std::min(per_tile, room / tiles); ++t) {
+          const int64_t their_longest = (per_tile + t - 1) / t;
+          CHECK(their_longest >= longest);
+          if (t < s) CHECK(their_longest > longest);
+        }
+      }
+    }
+  }
+  CHECK(split > 0);
+  CHECK(persistent > 0);
+  // The measured cases of the rule (notes/performance.md, g28): 132 multiprocessors, 6 blocks of
+  // one token tile or 3 of two a multiprocessor.
+  CHECK(gemv::split_tile_blocks(128, 16, 792, sms) == 512);  // 8192x8192, M = 1: s = 4
+  CHECK(gemv::split_tile_blocks(80, 10, 792, sms) == 400);   // 5120x5120, M = 1: s = 5
+  CHECK(gemv::split_tile_blocks(80, 10, 396, sms) == 320);   // 5120x5120, M = 16: s = 4
+  CHECK(gemv::split_tile_blocks(64, 8, 396, sms) == 256);    // 4096x4096, M = 16: s = 4
+  CHECK(gemv::split_tile_blocks(256, 8, 792, sms) == 512);   // 16384x4096, M = 1: s = 2
+  CHECK(gemv::split_tile_blocks(64, 8, 792, sms) == 512);    // 4096x4096, M = 1: a unit a block
+  CHECK(gemv::split_tile_blocks(600, 2, 792, sms) == 792);   // more tiles than room: persistent
 }

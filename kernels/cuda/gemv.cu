@@ -13,6 +13,7 @@
 
 #include "codebook.cuh"
 #include "gemv.hpp"
+#include "kernels/gemv/split.hpp"
 
 namespace dql::cuda {
 
@@ -965,7 +966,11 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   int64_t blocks =
       std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_settled, settled, smem)} * L.sms);
   if (a.units < kSettleFrom * blocks) {
-    blocks = std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_fenced, fenced, smem)} * L.sms);
+    // Each tile split evenly, a run a block: against the persistent runs, which crossed tiles, H200:
+    // 8192x8192 M = 1 19.9 -> 18.5 us, 5120x5120 14.5 -> 13.0, 16384x4096 19.9 -> 18.4; M = 16
+    // 4096x4096 16.4 -> 15.0, 5120x5120 21.9 -> 19.2 (notes/performance.md, g28).
+    blocks = gemv::split_tile_blocks(a.n / B::kChannels, a.k / B::KU,
+                                     int64_t{bulk_blocks_per_sm(fit_fenced, fenced, smem)} * L.sms, L.sms);
     if (const cudaError_t e = product(fenced, blocks); e != cudaSuccess)
       return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
     return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);

@@ -440,9 +440,12 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // The benchmark runs a product hundreds of times on one workspace: every call must find the
   // sums and counters zero and leave them so, or the second product would carry the first one's
   // partial sums (the scratch behind them, X re-laid for the stages, may hold anything). On
-  // compute capability 9.0, 4096 x 4096 has the last block of each tile settle it and 8192 x 8192
-  // a second kernel settle them all (a block's share of units decides); 8192 x 8192 from 12 rows
-  // and both shapes from 17 re-lay X first.
+  // compute capability 9.0 with 132 multiprocessors (H100, H200), where blocks have few units each
+  // the tiles are split evenly among blocks and the last block of each tile settles it (4096 x
+  // 4096, 8192 x 8192 up to 8 rows; 5120 x 5120 in runs of 2 units, and of 2 and 3 at 16 rows),
+  // or each block takes a whole tile and writes its outputs itself (28672 x 2048 at 1 and 4 rows);
+  // with more, a second kernel settles them all (8192 x 8192 from 9 rows). 8192 x 8192 from 12
+  // rows and both square shapes from 17 re-lay X first.
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -455,11 +458,12 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   };
   // int8 per channel too: its two token tiles re-lay X the same way at 8192 x 8192. K = 11008 (a
   // multiple of 256, not of 512): units of 256 rows of K at every M, settled by the second kernel.
-  const Run runs[] = {
-      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
-      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
-      {8192, 8192, {quant::Scheme::Int8Sym, quant::Layout::Ft, 8192}, {12, 16}},
-      {8192, 11008, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 32}}};
+  const Run runs[] = {{4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
+                      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
+                      {8192, 8192, {quant::Scheme::Int8Sym, quant::Layout::Ft, 8192}, {12, 16}},
+                      {8192, 11008, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 32}},
+                      {5120, 5120, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 16}},
+                      {28672, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}}};
   for (const Run& run : runs) {
     const int64_t n = run.n, k = run.k;
     const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
