@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <initializer_list>
 
 #include "kernels/recipes/reference.hpp"
@@ -46,6 +47,20 @@ __global__ void flush_kernel(const uint4* buffer, size_t chunks, uint32_t* sink)
     acc ^= x.x ^ x.y ^ x.z ^ x.w;
   }
   if (acc == 0xFFFFFFFFu) *sink = acc;  // never true for a zeroed buffer; keeps the reads
+}
+
+// One thread waits until the host sets flags[0], or for `timeout_ns` of the GPU's clock.
+__global__ void hold_kernel(volatile uint32_t* flags, uint64_t timeout_ns) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (flags[0] == 0u) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > timeout_ns) {
+      flags[1] = 1u;
+      return;
+    }
+    __nanosleep(500);
+  }
 }
 
 __global__ void fill_kernel(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {
@@ -116,6 +131,33 @@ std::string launch_pack_params(const quant::PackArgs& a, int64_t groups, bool wa
 std::string launch_l2_flush(const void* buffer, size_t chunks, uint32_t* sink) {
   flush_kernel<<<1024, 256>>>(static_cast<const uint4*>(buffer), chunks, sink);
   return queued("the L2 flush");
+}
+
+StreamHold::StreamHold() {
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, 2 * sizeof(uint32_t), cudaHostAllocMapped) != cudaSuccess) return;
+  host_ = static_cast<uint32_t*>(p);
+  void* d = nullptr;
+  if (cudaHostGetDevicePointer(&d, p, 0) != cudaSuccess) return;
+  device_ = static_cast<uint32_t*>(d);
+}
+StreamHold::~StreamHold() {
+  if (host_) cudaFreeHost(host_);
+}
+std::string StreamHold::hold(double timeout_s) {
+  if (!device_) return "the benchmark's stream hold has no mapped host memory";
+  reinterpret_cast<volatile uint32_t*>(host_)[0] = 0u;
+  reinterpret_cast<volatile uint32_t*>(host_)[1] = 0u;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  hold_kernel<<<1, 1>>>(device_, static_cast<uint64_t>(timeout_s * 1e9));
+  return queued("the benchmark's stream hold");
+}
+void StreamHold::release() {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (host_) reinterpret_cast<volatile uint32_t*>(host_)[0] = 1u;
+}
+bool StreamHold::timed_out() const {
+  return host_ && reinterpret_cast<const volatile uint32_t*>(host_)[1] != 0u;
 }
 
 std::string launch_fill(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {

@@ -3,6 +3,7 @@
 // string or what went wrong. Without `wait` the work is queued on the default stream (the benchmarks).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "kernels/quant/quant.hpp"
@@ -22,6 +23,30 @@ std::string launch_verify(recipes::RecipeId id, unsigned long long* counts);
 // lines left behind are clean, so no write-back of earlier results lands in the next timing.
 // Queued, not waited for.
 std::string launch_l2_flush(const void* buffer, size_t chunks, uint32_t* sink);
+// Holds the work queued on the default stream after hold() until release(), as nvbench's blocking
+// kernel does: a benchmark queues its start event, the launches and the stop event while the
+// stream is held, so that the time the host spends launching (a tensor map encoded, two launches
+// with attributes) never shows between the events; without it the GPU, idle at the start event,
+// would wait for the host's next launch inside the timed span (every warm sample, and a cold one
+// whose launches take longer than the flush before it). The waiting kernel gives up after
+// `timeout_s` (a launch that waits for the device itself would otherwise never return);
+// timed_out() then says so, once the work behind it has finished.
+class StreamHold {
+ public:
+  StreamHold();
+  ~StreamHold();
+  StreamHold(const StreamHold&) = delete;
+  StreamHold& operator=(const StreamHold&) = delete;
+  // Empty, or why the waiting kernel could not be queued (or the flag not be made).
+  std::string hold(double timeout_s);
+  void release();
+  bool timed_out() const;
+
+ private:
+  uint32_t* host_ = nullptr;    // [0]: released, [1]: timed out; pinned and mapped
+  uint32_t* device_ = nullptr;  // the same words as the device sees them
+};
+
 // Fills n words with (random bits & and_mask) | or_mask, the same for the same seed.
 std::string launch_fill(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask);
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +23,7 @@
 #include "kernels/bits/lop3.hpp"
 #include "kernels/bits/prmt.hpp"
 #include "kernels/cuda/gemv.hpp"
+#include "kernels/cuda/launch.hpp"
 #include "kernels/recipes/catalog.hpp"
 
 using namespace dql;
@@ -645,6 +647,40 @@ TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores a
       CHECK(eg < 1e-3);
     }
   }
+}
+
+TEST_CASE("bench: a held stream keeps the host's launching out of the timed span") {
+  // The bench engine queues its events and launches behind cuda::StreamHold. Here the host sleeps
+  // 20 ms between the start event and a short kernel: unheld, the GPU waits for it inside the
+  // span; held, the span holds only the kernel. A hold nobody releases expires and says so.
+  auto gpu = open_gpu();
+  const DeviceArray<uint8_t> buffer(std::vector<uint8_t>(size_t{1} << 20, 0));
+  DeviceArray<uint32_t> sink(1);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  REQUIRE(cudaEventCreate(&start) == cudaSuccess);
+  REQUIRE(cudaEventCreate(&stop) == cudaSuccess);
+  cuda::StreamHold hold;
+  const auto span_ms = [&](bool held) {
+    if (held) REQUIRE(hold.hold(2.0).empty());
+    REQUIRE(cudaEventRecord(start) == cudaSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(cuda::launch_l2_flush(buffer.get(), (size_t{1} << 20) / 16, sink.get()).empty());
+    REQUIRE(cudaEventRecord(stop) == cudaSuccess);
+    if (held) hold.release();
+    REQUIRE(cudaEventSynchronize(stop) == cudaSuccess);
+    float ms = 0;
+    REQUIRE(cudaEventElapsedTime(&ms, start, stop) == cudaSuccess);
+    return ms;
+  };
+  CHECK(span_ms(false) >= 15.0f);
+  CHECK(span_ms(true) < 2.0f);
+  CHECK_FALSE(hold.timed_out());
+  REQUIRE(hold.hold(0.01).empty());
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(hold.timed_out());
+  hold.release();
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
 }
 
 int main(int argc, char** argv) {
