@@ -466,11 +466,13 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // warp after __syncwarp left compute-sanitizer's racecheck seeing the other lanes' reads unordered
 // with the refill), and only then does warp 0 refill it (the other warps go on to the next stage).
 // Scales come with the stage: a separate load of them, even one unit ahead, waited behind the
-// copies in flight and set the pace. The grid is persistent (as many blocks as fit) and each block
-// takes an equal run of units, across tile boundaries; a run that starts or ends inside a tile
-// meets the other blocks' sums in the workspace, settled by a second kernel
-// (settle_channel_kernel, settle_run_kernel) or, where each block has only a few units, by the
-// last block to finish the tile (finish_tile). Needs compute capability 9.0; M up to 64 a pass
+// copies in flight and set the pace. Block b of the grid takes units [units x b / grid,
+// units x (b + 1) / grid). Where each block has many units, the grid is persistent (as many blocks
+// as fit), its runs cross tile boundaries, and a run that starts or ends inside a tile adds its
+// sums into the workspace, settled by a second kernel (settle_channel_kernel, settle_run_kernel).
+// Where each has only a few, the grid is tiles x s (gemv::split_tile_blocks), so that every run
+// lies inside one tile, and the last block to finish a tile settles it (finish_tile; a block with
+// the whole tile writes its outputs itself). Needs compute capability 9.0; M up to 64 a pass
 // (int4; more rows go in passes of 64), 16 (int8).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
