@@ -188,9 +188,14 @@ class CudaBenchTarget final : public BenchTarget {
   double time_once(bool cold) override {
     if (cold) check(cuda::launch_l2_flush(flush_, flush_bytes_ / 16, sink_));
     const bool held = hold_works_ && hold_.hold(1.0).empty();
-    check(cudaEventRecord(start_), "cudaEventRecord");
-    launch_();
-    check(cudaEventRecord(stop_), "cudaEventRecord");
+    try {
+      check(cudaEventRecord(start_), "cudaEventRecord");
+      launch_();
+      check(cudaEventRecord(stop_), "cudaEventRecord");
+    } catch (...) {
+      if (held) hold_.release();  // the error is the user's to read, not the hold's second to wait
+      throw;
+    }
     if (held) hold_.release();
     check(cudaEventSynchronize(stop_), "the benchmarked kernel");
     if (held && hold_.timed_out()) hold_works_ = false;
