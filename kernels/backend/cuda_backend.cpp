@@ -187,7 +187,8 @@ class CudaBenchTarget final : public BenchTarget {
   // device itself would let the hold expire (after a second): from then on this case runs unheld.
   double time_once(bool cold) override {
     if (cold) check(cuda::launch_l2_flush(flush_, flush_bytes_ / 16, sink_));
-    const bool held = hold_works_ && hold_.hold(1.0).empty();
+    // A hold that cannot be queued (no mapped host memory) is not asked for again.
+    const bool held = hold_works_ && (hold_works_ = hold_.hold(1.0).empty());
     try {
       check(cudaEventRecord(start_), "cudaEventRecord");
       launch_();
