@@ -55,11 +55,17 @@ int64_t counter_count(const gemv::Weights& w, int64_t m) {
 // padded by 8 halves).
 int64_t staged_x_halves(int64_t k) { return k + 8 * (k / 64 + 1); }
 
+// Channels' worth of partial sums the workspace holds a row of X: N, and at least enough for the
+// slots of split tiles (meet_in_slots: s - 1 slots of N channels, where tiles x s blocks, at most
+// four a multiprocessor, are 64 channels a tile: under 4 * 64 * sms channels, 256 multiprocessors).
+constexpr int64_t kSlotChannels = int64_t{4} * 64 * 256;
+int64_t sum_floats(const gemv::Weights& w, int64_t m) { return m * std::max(w.n, kSlotChannels); }
+
 Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   char* p = static_cast<char*>(base);
   Workspace ws;
   ws.sums = reinterpret_cast<float*>(p);
-  p += align256(static_cast<size_t>(m * w.n) * 4);
+  p += align256(static_cast<size_t>(sum_floats(w, m)) * 4);
   ws.counters = reinterpret_cast<unsigned*>(p);
   p += align256(static_cast<size_t>(counter_count(w, m)) * 4);
   ws.aq = reinterpret_cast<int8_t*>(p);
@@ -579,7 +585,110 @@ struct BulkArgs : FtIo {
   int64_t units;       // tiles * units per tile
   const uint16_t* xs;  // X re-laid by stage_x_kernel, or null: the stages copy X row by row
   bool scale_box;      // the scale rows a unit touches come as one box of `smap`; else a copy a row
+  int split;           // s > 1: the grid is tiles x s and split tiles meet in slots (meet_in_slots);
+                       // else the last block of a tile to arrive settles it (finish_tile)
 };
+
+// ---- split tiles meeting in slots ----------------------------------------------------------------
+//
+// Where the fenced form's grid is tiles x s (each block a run inside one tile), block j < s - 1 of a
+// tile stores its partial sums in slot j of the workspace ([s - 1][N][M] floats, ChannelMajorSums
+// within a slot) and ends; block s - 1, whose run holds the tile's last unit, reads the s - 1 slots as
+// they fill, adds its own sums and writes the outputs. A stored value is the float's bits XOR
+// kSlotMark, so that the zero the workspace holds means "not stored yet": no fence, no arrival
+// counter, and the last block waits only for the stores themselves (one trip to the L2) instead of
+// three trips one after another (its own adds, the counter, the others' sums). It clears the slots
+// it read for the next call. A NaN is stored as the canonical one (0x7FFFFFFF), so no stored value
+// is ever zero. The waiting block is its tile's last in launch order and the grid fits on the device
+// at once (split_tile_blocks), so every block it waits for has started.
+constexpr uint32_t kSlotMark = 0x7FC0A5A5u;  // a NaN other than the canonical one
+constexpr int kSlotLoads = 16;               // slot values a thread has in flight
+// Blocks a tile from which the last block to arrive settles it instead: against it, slots measured
+// 1.02-1.19x faster with 2-5 blocks a tile (8192x8192, 5120x5120, 16384x4096, 11008x4096,
+// 14336x2048 at 1-9 rows) but the same at 1 row and 0.94-0.98x at 4 with 8 (4096x4096; H200 and
+// H100, notes/performance.md, g30).
+constexpr int kSlotMostBlocks = 5;
+constexpr unsigned long long kSlotTimeoutNs = 4000000000ull;
+
+__device__ __forceinline__ void slot_store(float* p, float v) {
+  const uint32_t bits = __float_as_uint(v);
+  const uint32_t b = (bits & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFFFFFFu : bits;  // any NaN: the canonical one
+  asm volatile("st.relaxed.gpu.global.b32 [%0], %1;" ::"l"(p), "r"(b ^ kSlotMark) : "memory");
+}
+__device__ __forceinline__ uint32_t slot_load(const float* p) {
+  uint32_t b;
+  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(b) : "l"(p) : "memory");
+  return b;
+}
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Called by every thread of the block at the end of its run in `tile`; `each(fn)` calls fn(tok, ch,
+// value) for the thread's outputs; `scratch`: 64 * M floats of shared memory no copy is writing.
+template <OutType T, class Each>
+__device__ void meet_in_slots(const BulkArgs& a, int64_t tile, float* scratch, Each each) {
+  constexpr int kTile = 16 * kSliceWarps;  // channels of a tile (BulkShape::kChannels)
+  const int s = a.split, j = static_cast<int>(blockIdx.x) % s;
+  const int m = static_cast<int>(a.m), per = kTile * m;  // a tile's outputs
+  float* const slot0 = a.sums + tile * per;              // the tile's place in slot 0
+  const int64_t slot_pitch = a.m * a.n;
+  if (j < s - 1) {
+    each([&](int64_t tok, int64_t ch, float v) {
+      if (tok < a.m) slot_store(a.sums + j * slot_pitch + ch * a.m + tok, v);
+    });
+    return;
+  }
+  __syncthreads();  // every warp is done with the stage that becomes `scratch`
+  each([&](int64_t tok, int64_t ch, float v) {
+    if (tok < a.m) scratch[(ch - tile * kTile) * m + tok] = v;
+  });
+  __syncthreads();
+  // Thread t owns outputs t, t + 128, ... of the tile and adds their slots into `scratch` itself;
+  // its (output, slot) pairs are read kSlotLoads at a time, the offsets counted without a division.
+  const int tid = static_cast<int>(threadIdx.x);
+  const int outs = tid < per ? (per - tid + kSliceWarps * 32 - 1) / (kSliceWarps * 32) : 0;
+  const int total = outs * (s - 1);
+  int k = 0, o = tid;
+  for (int base = 0; base < total; base += kSlotLoads) {
+    uint32_t v[kSlotLoads], at[kSlotLoads];  // at: offset from slot0 (under 2^31: the launcher checks)
+    int out[kSlotLoads];
+#pragma unroll
+    for (int q = 0; q < kSlotLoads; ++q) {
+      at[q] = static_cast<uint32_t>(k * slot_pitch + o);
+      out[q] = o;
+      v[q] = base + q < total ? slot_load(slot0 + at[q]) : kSlotMark;
+      if (++k == s - 1) k = 0, o += kSliceWarps * 32;
+    }
+    unsigned long long since = 0;
+    for (;;) {
+      bool waiting = false;
+#pragma unroll
+      for (int q = 0; q < kSlotLoads; ++q) waiting |= v[q] == 0u;
+      if (!waiting) break;
+      const unsigned long long now = global_ns();
+      if (since == 0) since = now;
+      if (now - since > kSlotTimeoutNs) __trap();  // a block of the tile never stored its sums
+#pragma unroll
+      for (int q = 0; q < kSlotLoads; ++q) {
+        if (v[q] == 0u) v[q] = slot_load(slot0 + at[q]);
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kSlotLoads; ++q) {
+      if (base + q >= total) break;
+      scratch[out[q]] += __uint_as_float(v[q] ^ kSlotMark);
+      __stcg(slot0 + at[q], 0.0f);
+    }
+  }
+  __syncthreads();
+  for (int o = static_cast<int>(threadIdx.x); o < per; o += kSliceWarps * 32) {
+    const int tok = o / kTile, c = o % kTile;  // along N: the outputs' writes coalesce
+    write_out<T>(a.out, tok, tile * kTile + c, scratch[c * m + tok]);
+  }
+}
 
 // X re-laid as the stages hold it, [K / KU][M][pitch] halves, so that a stage's rows of X arrive by
 // one bulk copy instead of one a row (a stage of 64 rows took 84 copies, which the lanes of warp 0
@@ -753,7 +862,10 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
       } else {
         const auto each = [&](auto&& fn) { lane_outputs<NT>(2 * r, ch0, ch1, acc, fn); };
         const int done = u - run_begin + 1;
-        if constexpr (NT == 1) {
+        if (a.split > 1 && done < per_tile) {
+          static_assert(B::kPitch * 2 >= 4 * B::kChannels, "a stage's X rows hold the tile's sums");
+          meet_in_slots<T>(a, tile, reinterpret_cast<float*>(smem + buf * stage_bytes), each);
+        } else if constexpr (NT == 1) {
           // One token tile: the [M, N] workspace, one add per output (the pair form measured
           // slower here).
           finish_tile<T>(a.out, a.sums, a.counters + tile, done, per_tile, each);
@@ -939,8 +1051,8 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   const bool scale_box =
       box_rows > 0 && tensor_map_2d(&smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, L.w.scales, L.w.n,
                                     L.w.k / L.w.group, B::kChannels, static_cast<unsigned>(box_rows));
-  const BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
-                   XS ? ws.xs : nullptr, scale_box};
+  BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
+             XS ? ws.xs : nullptr, scale_box, 0};
   const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
   cudaLaunchAttribute after[1];
   after[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -961,7 +1073,7 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     return cudaLaunchKernelEx(&cfg, kernel, a, wmap, smap);
   };
   // Split tiles meet through a second kernel (the settling kernel) where the blocks have several units
-  // each; with fewer, the last block of each tile settles it (measured, notes/performance.md, w7).
+  // each; with fewer, the blocks of a tile meet in the workspace (measured, notes/performance.md, w7).
   static Fit fit_settled, fit_fenced;
   const auto settled = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, true, SPG, XS, STEPS>;
   const auto fenced = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, false, SPG, XS, STEPS>;
@@ -971,8 +1083,17 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     // Each tile split evenly, a run a block: against the persistent runs, which crossed tiles, H200:
     // 8192x8192 M = 1 19.9 -> 18.5 us, 5120x5120 14.5 -> 13.0, 16384x4096 19.9 -> 18.4; M = 16
     // 4096x4096 16.4 -> 15.0, 5120x5120 21.9 -> 19.2 (notes/performance.md, g28).
-    blocks = gemv::split_tile_blocks(a.n / B::kChannels, a.k / B::KU,
+    const int64_t tiles = a.n / B::kChannels, per_tile = a.k / B::KU;
+    blocks = gemv::split_tile_blocks(tiles, per_tile,
                                      int64_t{bulk_blocks_per_sm(fit_fenced, fenced, smem)} * L.sms, L.sms);
+    // A grid of tiles x s keeps every run inside its tile. The tiles meet in slots where s is at
+    // most kSlotMostBlocks and the last block's threads read theirs in one go (kSlotLoads each);
+    // else the last block to arrive settles each (notes/performance.md, g30).
+    const int64_t s = blocks % tiles == 0 ? blocks / tiles : 0;
+    const int64_t reads = (B::kChannels * a.m + kSliceWarps * 32 - 1) / (kSliceWarps * 32) * (s - 1);
+    if (s > 1 && s <= std::min<int64_t>(per_tile, kSlotMostBlocks) && reads <= kSlotLoads &&
+        (s - 1) * a.n * a.m <= std::min<int64_t>(sum_floats(L.w, a.m), int64_t{1} << 31))
+      a.split = static_cast<int>(s);
     if (const cudaError_t e = product(fenced, blocks); e != cudaSuccess)
       return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
     return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
@@ -1611,7 +1732,8 @@ __global__ void epilogue_kernel(Out o) {
 }  // namespace
 
 size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m) {
-  return align256(static_cast<size_t>(m * w.n) * 4) + align256(static_cast<size_t>(counter_count(w, m)) * 4);
+  return align256(static_cast<size_t>(sum_floats(w, m)) * 4) +
+         align256(static_cast<size_t>(counter_count(w, m)) * 4);
 }
 
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {

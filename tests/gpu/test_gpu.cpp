@@ -443,9 +443,10 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // sums and counters zero and leave them so, or the second product would carry the first one's
   // partial sums (the scratch behind them, X re-laid for the stages, may hold anything). On
   // compute capability 9.0 with 132 multiprocessors (H100, H200), where blocks have few units each
-  // the tiles are split evenly among blocks and the last block of each tile settles it (4096 x
-  // 4096, 8192 x 8192 up to 8 rows; 5120 x 5120 in runs of 2 units, and of 2 and 3 at 16 rows),
-  // or each block takes a whole tile and writes its outputs itself (28672 x 2048 at 1 and 4 rows);
+  // the tiles are split evenly among blocks, which meet in slots of the workspace (4096 x 4096 at 9
+  // rows, 8192 x 8192 and 5120 x 5120 at 1) or where the last block of each tile to arrive settles
+  // it (4096 x 4096 at 1, 12 and 16 rows, 5120 x 5120 at 16 in runs of 2 and 3 units), or
+  // each block takes a whole tile and writes its outputs itself (28672 x 2048 at 1 and 4 rows);
   // with more, a second kernel settles them all (8192 x 8192 from 9 rows). 8192 x 8192 from 12
   // rows and both square shapes from 17 re-lay X first.
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
@@ -504,6 +505,58 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
         CHECK(std::count(left.begin(), left.begin() + static_cast<std::ptrdiff_t>(zeroed), uint8_t{0}) ==
               static_cast<std::ptrdiff_t>(zeroed));
       }
+    }
+  }
+}
+
+TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspace is left zero") {
+  // Where the blocks of a split tile meet in slots of the workspace, a zero there means "not stored
+  // yet" (stored values are encoded), so a partial sum that is NaN must reach the outputs and must
+  // neither hold the tile's last block waiting nor stay behind. On 132 multiprocessors 5120 x 5120
+  // at 1 and 4 rows meets in slots, 5 blocks a tile; the NaN sits in the first block's run.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using recipes::OutType;
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const int64_t n = 5120, k = 5120;
+  const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 8, n, k),
+                                          {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+  const DeviceArray<uint32_t> dq(q.qwords);
+  const DeviceArray<uint16_t> ds(q.scales);
+  gemv::Weights dw = weights_of(q);
+  dw.q = dq.get();
+  dw.scales = ds.get();
+  for (int64_t m : {1, 4}) {
+    CAPTURE(m);
+    GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 70 + m);
+    r.x[100] = 0x7E00;  // an fp16 NaN in row 0
+    const size_t ws_bytes = cuda::gemv_workspace_bytes(dw, m);
+    const size_t zeroed = cuda::gemv_workspace_zeroed_bytes(dw, m);
+    const DeviceArray<uint8_t> ws(std::vector<uint8_t>(ws_bytes, 0));
+    const DeviceArray<uint16_t> y(static_cast<size_t>(m * n)), dx(r.x), db(r.bias);
+    cuda::GemvLaunch L{};
+    L.w = dw;
+    L.p = gemv::Problem{r.path, r.dtype, m, dx.get(), db.get(), r.epi};
+    L.y = y.get();
+    L.workspace = ws.get();
+    L.sms = prop.multiProcessorCount;
+    L.cc = 10 * prop.major + prop.minor;
+    const auto ref = test::reference(*cpu, q, r);
+    for (int call = 0; call < 2; ++call) {
+      CAPTURE(call);
+      REQUIRE(cuda::gemv_run(L).empty());
+      const std::vector<uint16_t> out = y.to_host();
+      CHECK(std::count_if(out.begin(), out.begin() + n,
+                          [](uint16_t h) { return std::isnan(gemv::act_to_f32(h, OutType::F16)); }) == n);
+      if (m > 1) {
+        const std::vector<uint16_t> rest(out.begin() + n, out.end());
+        const std::vector<double> rest_ref(ref.begin() + n, ref.end());
+        CHECK(gemv::compare(rest, rest_ref, OutType::F16).rel_l2 < 1e-3);
+      }
+      const std::vector<uint8_t> left = ws.to_host();
+      CHECK(std::count(left.begin(), left.begin() + static_cast<std::ptrdiff_t>(zeroed), uint8_t{0}) ==
+            static_cast<std::ptrdiff_t>(zeroed));
     }
   }
 }
