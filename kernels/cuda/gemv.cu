@@ -477,8 +477,9 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // as fit), its runs cross tile boundaries, and a run that starts or ends inside a tile adds its
 // sums into the workspace, settled by a second kernel (settle_channel_kernel, settle_run_kernel).
 // Where each has only a few, the grid is tiles x s (gemv::split_tile_blocks), so that every run
-// lies inside one tile, and the last block to finish a tile settles it (finish_tile; a block with
-// the whole tile writes its outputs itself). Needs compute capability 9.0; M up to 64 a pass
+// lies inside one tile, and the blocks of a tile meet in slots of the workspace (meet_in_slots) or
+// the last to finish settles it (finish_tile; a block with the whole tile writes its outputs
+// itself). Needs compute capability 9.0; M up to 64 a pass
 // (int4; more rows go in passes of 64), 16 (int8).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
@@ -608,6 +609,8 @@ constexpr int kSlotLoads = 16;               // slot values a thread has in flig
 // 14336x2048 at 1-9 rows) but the same at 1 row and 0.94-0.98x at 4 with 8 (4096x4096; H200 and
 // H100, notes/performance.md, g30).
 constexpr int kSlotMostBlocks = 5;
+
+#ifdef DQL_BULK_COPY
 constexpr unsigned long long kSlotTimeoutNs = 4000000000ull;
 
 __device__ __forceinline__ void slot_store(float* p, float v) {
@@ -689,6 +692,7 @@ __device__ void meet_in_slots(const BulkArgs& a, int64_t tile, float* scratch, E
     write_out<T>(a.out, tok, tile * kTile + c, scratch[c * m + tok]);
   }
 }
+#endif
 
 // X re-laid as the stages hold it, [K / KU][M][pitch] halves, so that a stage's rows of X arrive by
 // one bulk copy instead of one a row (a stage of 64 rows took 84 copies, which the lanes of warp 0
