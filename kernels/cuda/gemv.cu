@@ -602,8 +602,7 @@ struct BulkArgs : FtIo {
 // it read for the next call. A NaN is stored as the canonical one (0x7FFFFFFF), so no stored value
 // is ever zero. The waiting block is its tile's last in launch order and the grid fits on the device
 // at once (split_tile_blocks), so every block it waits for has started.
-constexpr uint32_t kSlotMark = 0x7FC0A5A5u;  // a NaN other than the canonical one
-constexpr int kSlotLoads = 16;               // slot values a thread has in flight
+constexpr int kSlotLoads = 16;  // slot values a thread has in flight
 // Blocks a tile from which the last block to arrive settles it instead: against it, slots measured
 // 1.02-1.19x faster with 2-5 blocks a tile (8192x8192, 5120x5120, 16384x4096, 11008x4096,
 // 14336x2048 at 1-9 rows) but the same at 1 row and 0.94-0.98x at 4 with 8 (4096x4096; H200 and
@@ -611,6 +610,7 @@ constexpr int kSlotLoads = 16;               // slot values a thread has in flig
 constexpr int kSlotMostBlocks = 5;
 
 #ifdef DQL_BULK_COPY
+constexpr uint32_t kSlotMark = 0x7FC0A5A5u;  // a NaN other than the canonical one
 constexpr unsigned long long kSlotTimeoutNs = 4000000000ull;
 
 __device__ __forceinline__ void slot_store(float* p, float v) {

@@ -139,6 +139,34 @@ std::unique_ptr<Backend> open_gpu() {
   return gpu;
 }
 
+// One GEMV request on the device: X, the bias, Y and a zeroed workspace, and the launch that uses
+// them on the device `prop` names.
+struct DeviceGemv {
+  DeviceArray<uint16_t> dx, db, y;
+  size_t zeroed;  // the workspace's bytes the kernels leave zero (gemv_workspace_zeroed_bytes)
+  DeviceArray<uint8_t> ws;
+  cuda::GemvLaunch launch{};
+
+  DeviceGemv(const gemv::Weights& dw, const GemvRequest& r, const cudaDeviceProp& prop)
+      : dx(r.x),
+        db(r.bias),
+        y(static_cast<size_t>(r.m * dw.n)),
+        zeroed(cuda::gemv_workspace_zeroed_bytes(dw, r.m)),
+        ws(std::vector<uint8_t>(cuda::gemv_workspace_bytes(dw, r.m), 0)) {
+    launch.w = dw;
+    launch.p = gemv::Problem{r.path, r.dtype, r.m, dx.get(), r.bias.empty() ? nullptr : db.get(), r.epi};
+    launch.y = y.get();
+    launch.workspace = ws.get();
+    launch.sms = prop.multiProcessorCount;
+    launch.cc = 10 * prop.major + prop.minor;
+  }
+  bool workspace_zero() const {
+    const std::vector<uint8_t> left = ws.to_host();
+    return std::count(left.begin(), left.begin() + static_cast<std::ptrdiff_t>(zeroed), uint8_t{0}) ==
+           static_cast<std::ptrdiff_t>(zeroed);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("device primitives equal the host emulation bit for bit") {
@@ -484,26 +512,14 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       gemv::Epilogue epi;
       epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
       const GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 40 + m, epi);
-      const size_t ws_bytes = cuda::gemv_workspace_bytes(dw, m);
-      const size_t zeroed = cuda::gemv_workspace_zeroed_bytes(dw, m);
-      REQUIRE(zeroed < ws_bytes);
-      const DeviceArray<uint8_t> ws(std::vector<uint8_t>(ws_bytes, 0));
-      const DeviceArray<uint16_t> y(static_cast<size_t>(m * n)), dx(r.x), db(r.bias);
-      cuda::GemvLaunch L{};
-      L.w = dw;
-      L.p = gemv::Problem{r.path, r.dtype, m, dx.get(), r.bias.empty() ? nullptr : db.get(), r.epi};
-      L.y = y.get();
-      L.workspace = ws.get();
-      L.sms = prop.multiProcessorCount;
-      L.cc = 10 * prop.major + prop.minor;
+      const DeviceGemv d(dw, r, prop);
+      REQUIRE(d.zeroed < cuda::gemv_workspace_bytes(dw, m));
       const auto ref = test::reference(*cpu, q, r);
       for (int call = 0; call < 3; ++call) {
         CAPTURE(call);
-        REQUIRE(cuda::gemv_run(L).empty());
-        CHECK(gemv::compare(y.to_host(), ref, OutType::F16).rel_l2 < 1e-3);
-        const std::vector<uint8_t> left = ws.to_host();
-        CHECK(std::count(left.begin(), left.begin() + static_cast<std::ptrdiff_t>(zeroed), uint8_t{0}) ==
-              static_cast<std::ptrdiff_t>(zeroed));
+        REQUIRE(cuda::gemv_run(d.launch).empty());
+        CHECK(gemv::compare(d.y.to_host(), ref, OutType::F16).rel_l2 < 1e-3);
+        CHECK(d.workspace_zero());
       }
     }
   }
@@ -531,22 +547,12 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
     CAPTURE(m);
     GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 70 + m);
     r.x[100] = 0x7E00;  // an fp16 NaN in row 0
-    const size_t ws_bytes = cuda::gemv_workspace_bytes(dw, m);
-    const size_t zeroed = cuda::gemv_workspace_zeroed_bytes(dw, m);
-    const DeviceArray<uint8_t> ws(std::vector<uint8_t>(ws_bytes, 0));
-    const DeviceArray<uint16_t> y(static_cast<size_t>(m * n)), dx(r.x), db(r.bias);
-    cuda::GemvLaunch L{};
-    L.w = dw;
-    L.p = gemv::Problem{r.path, r.dtype, m, dx.get(), db.get(), r.epi};
-    L.y = y.get();
-    L.workspace = ws.get();
-    L.sms = prop.multiProcessorCount;
-    L.cc = 10 * prop.major + prop.minor;
+    const DeviceGemv d(dw, r, prop);
     const auto ref = test::reference(*cpu, q, r);
     for (int call = 0; call < 2; ++call) {
       CAPTURE(call);
-      REQUIRE(cuda::gemv_run(L).empty());
-      const std::vector<uint16_t> out = y.to_host();
+      REQUIRE(cuda::gemv_run(d.launch).empty());
+      const std::vector<uint16_t> out = d.y.to_host();
       CHECK(std::count_if(out.begin(), out.begin() + n,
                           [](uint16_t h) { return std::isnan(gemv::act_to_f32(h, OutType::F16)); }) == n);
       if (m > 1) {
@@ -554,9 +560,7 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
         const std::vector<double> rest_ref(ref.begin() + n, ref.end());
         CHECK(gemv::compare(rest, rest_ref, OutType::F16).rel_l2 < 1e-3);
       }
-      const std::vector<uint8_t> left = ws.to_host();
-      CHECK(std::count(left.begin(), left.begin() + static_cast<std::ptrdiff_t>(zeroed), uint8_t{0}) ==
-            static_cast<std::ptrdiff_t>(zeroed));
+      CHECK(d.workspace_zero());
     }
   }
 }
