@@ -215,3 +215,52 @@ TEST_CASE("gemv split: the fenced form's runs stay inside their tiles, even and 
   CHECK(gemv::split_tile_blocks(64, 8, 792, sms) == 512);    // 4096x4096, M = 1: a unit a block
   CHECK(gemv::split_tile_blocks(600, 2, 792, sms) == 792);   // more tiles than room: persistent
 }
+
+// Where the fenced form's split tiles meet (gemv::slot_split): in slots for grids of tiles x s with
+// 2 <= s <= 5 whose last block reads at most kSlotLoads values a thread, with room in the
+// workspace; by the last block to arrive otherwise.
+TEST_CASE("gemv split: slots for tiles of 2-5 blocks that the last block reads in one go") {
+  const int64_t sms = 132;
+  int64_t slots = 0, counter = 0;
+  for (int64_t fit : {132, 396, 660, 792}) {
+    for (int64_t tiles : {1, 2, 3, 7, 64, 80, 128, 172, 256, 448, 600}) {
+      for (int64_t per_tile : {1, 2, 3, 5, 8, 10, 16, 43}) {
+        for (int64_t m : {1, 2, 4, 8, 9, 12, 16, 32, 64}) {
+          CAPTURE(fit);
+          CAPTURE(tiles);
+          CAPTURE(per_tile);
+          CAPTURE(m);
+          const int64_t blocks = gemv::split_tile_blocks(tiles, per_tile, fit, sms);
+          const int64_t s = gemv::slot_split(tiles, per_tile, blocks, m);
+          if (s == 0) {
+            ++counter;
+            continue;
+          }
+          ++slots;
+          CHECK(blocks == tiles * s);  // every run inside its tile
+          CHECK(s >= 2);
+          CHECK(s <= gemv::kSlotMostBlocks);
+          CHECK(s <= per_tile);
+          const int64_t outs = (gemv::kTileChannels * m + gemv::kBlockThreads - 1) / gemv::kBlockThreads;
+          CHECK(outs * (s - 1) <= gemv::kSlotLoads);
+          CHECK((s - 1) * tiles * gemv::kTileChannels * m <=
+                gemv::sum_floats(tiles * gemv::kTileChannels, m));
+        }
+      }
+    }
+  }
+  CHECK(slots > 0);
+  CHECK(counter > 0);
+  // The cases the GPU tests and the measurements name (132 multiprocessors; 6 blocks of one token
+  // tile or 3 of two fit a multiprocessor).
+  CHECK(gemv::slot_split(128, 16, gemv::split_tile_blocks(128, 16, 792, sms), 1) == 4);  // 8192x8192
+  CHECK(gemv::slot_split(80, 10, gemv::split_tile_blocks(80, 10, 792, sms), 1) == 5);    // 5120x5120
+  CHECK(gemv::slot_split(80, 10, 400, 4) == 5);                                          // 5120x5120, M = 4
+  CHECK(gemv::slot_split(80, 10, gemv::split_tile_blocks(80, 10, 396, sms), 16) == 0);   // 24 reads
+  CHECK(gemv::slot_split(64, 8, gemv::split_tile_blocks(64, 8, 792, sms), 1) == 0);      // 8 blocks
+  CHECK(gemv::slot_split(64, 8, gemv::split_tile_blocks(64, 8, 396, sms), 9) == 4);      // 15 reads
+  CHECK(gemv::slot_split(64, 8, gemv::split_tile_blocks(64, 8, 396, sms), 12) == 0);     // 18 reads
+  CHECK(gemv::slot_split(448, 4, gemv::split_tile_blocks(448, 4, 792, sms), 1) == 0);    // a tile a block
+  CHECK(gemv::slot_split(600, 2, gemv::split_tile_blocks(600, 2, 792, sms), 1) == 0);    // persistent
+  CHECK(gemv::slot_split(224, 4, gemv::split_tile_blocks(224, 4, 792, sms), 8) == 2);    // 14336x2048
+}

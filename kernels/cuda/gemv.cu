@@ -32,8 +32,9 @@ std::string status(const char* what, bool wait) {
 size_t align256(size_t b) { return (b + 255) & ~size_t{255}; }
 
 // Workspace: fp32 partial sums (M x N, in the order the kernel chooses: RowMajorSums or
-// ChannelMajorSums below), one arrival counter per output tile, and for the online
-// path the int8 activations [M, K] with their block parameters [M, K / G].
+// ChannelMajorSums below; at least room for the slots of split tiles, gemv::sum_floats), one arrival counter
+// per output tile, and for the online path the int8 activations [M, K] with their block parameters [M, K /
+// G].
 struct Workspace {
   float* sums;
   unsigned* counters;
@@ -55,17 +56,11 @@ int64_t counter_count(const gemv::Weights& w, int64_t m) {
 // padded by 8 halves).
 int64_t staged_x_halves(int64_t k) { return k + 8 * (k / 64 + 1); }
 
-// Channels' worth of partial sums the workspace holds a row of X: N, and at least enough for the
-// slots of split tiles (meet_in_slots: s - 1 slots of N channels, where tiles x s blocks, at most
-// four a multiprocessor, are 64 channels a tile: under 4 * 64 * sms channels, 256 multiprocessors).
-constexpr int64_t kSlotChannels = int64_t{4} * 64 * 256;
-int64_t sum_floats(const gemv::Weights& w, int64_t m) { return m * std::max(w.n, kSlotChannels); }
-
 Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   char* p = static_cast<char*>(base);
   Workspace ws;
   ws.sums = reinterpret_cast<float*>(p);
-  p += align256(static_cast<size_t>(sum_floats(w, m)) * 4);
+  p += align256(static_cast<size_t>(gemv::sum_floats(w.n, m)) * 4);
   ws.counters = reinterpret_cast<unsigned*>(p);
   p += align256(static_cast<size_t>(counter_count(w, m)) * 4);
   ws.aq = reinterpret_cast<int8_t*>(p);
@@ -602,14 +597,13 @@ struct BulkArgs : FtIo {
 // it read for the next call. A NaN is stored as the canonical one (0x7FFFFFFF), so no stored value
 // is ever zero. The waiting block is its tile's last in launch order and the grid fits on the device
 // at once (split_tile_blocks), so every block it waits for has started.
-constexpr int kSlotLoads = 16;  // slot values a thread has in flight
-// Blocks a tile from which the last block to arrive settles it instead: against it, slots measured
-// 1.02-1.19x faster with 2-5 blocks a tile (8192x8192, 5120x5120, 16384x4096, 11008x4096,
-// 14336x2048 at 1-9 rows) but the same at 1 row and 0.94-0.98x at 4 with 8 (4096x4096; H200 and
-// H100, notes/performance.md, g30).
-constexpr int kSlotMostBlocks = 5;
+// The rule that picks slots, and how many values a thread reads at once, are gemv::slot_split and
+// gemv::kSlotLoads (split.hpp).
+static_assert(gemv::kBlockThreads == kSliceWarps * 32 && gemv::kTileChannels == 16 * kSliceWarps,
+              "split.hpp's rules describe this kernel's blocks and tiles");
 
 #ifdef DQL_BULK_COPY
+using gemv::kSlotLoads;
 constexpr uint32_t kSlotMark = 0x7FC0A5A5u;  // a NaN other than the canonical one
 constexpr unsigned long long kSlotTimeoutNs = 4000000000ull;
 
@@ -633,7 +627,7 @@ __device__ __forceinline__ unsigned long long global_ns() {
 // value) for the thread's outputs; `scratch`: 64 * M floats of shared memory no copy is writing.
 template <OutType T, class Each>
 __device__ void meet_in_slots(const BulkArgs& a, int64_t tile, float* scratch, Each each) {
-  constexpr int kTile = 16 * kSliceWarps;  // channels of a tile (BulkShape::kChannels)
+  constexpr int kTile = gemv::kTileChannels, kThreads = gemv::kBlockThreads;
   const int s = a.split, j = static_cast<int>(blockIdx.x) % s;
   const int m = static_cast<int>(a.m), per = kTile * m;  // a tile's outputs
   float* const slot0 = a.sums + tile * per;              // the tile's place in slot 0
@@ -652,18 +646,18 @@ __device__ void meet_in_slots(const BulkArgs& a, int64_t tile, float* scratch, E
   // Thread t owns outputs t, t + 128, ... of the tile and adds their slots into `scratch` itself;
   // its (output, slot) pairs are read kSlotLoads at a time, the offsets counted without a division.
   const int tid = static_cast<int>(threadIdx.x);
-  const int outs = tid < per ? (per - tid + kSliceWarps * 32 - 1) / (kSliceWarps * 32) : 0;
+  const int outs = tid < per ? (per - tid + kThreads - 1) / kThreads : 0;
   const int total = outs * (s - 1);
   int k = 0, o = tid;
   for (int base = 0; base < total; base += kSlotLoads) {
-    uint32_t v[kSlotLoads], at[kSlotLoads];  // at: offset from slot0 (under 2^31: the launcher checks)
+    uint32_t v[kSlotLoads], at[kSlotLoads];  // at: offset from slot0 (under 2^31: slot_split)
     int out[kSlotLoads];
 #pragma unroll
     for (int q = 0; q < kSlotLoads; ++q) {
       at[q] = static_cast<uint32_t>(k * slot_pitch + o);
       out[q] = o;
       v[q] = base + q < total ? slot_load(slot0 + at[q]) : kSlotMark;
-      if (++k == s - 1) k = 0, o += kSliceWarps * 32;
+      if (++k == s - 1) k = 0, o += kThreads;
     }
     unsigned long long since = 0;
     for (;;) {
@@ -687,7 +681,7 @@ __device__ void meet_in_slots(const BulkArgs& a, int64_t tile, float* scratch, E
     }
   }
   __syncthreads();
-  for (int o = static_cast<int>(threadIdx.x); o < per; o += kSliceWarps * 32) {
+  for (int o = static_cast<int>(threadIdx.x); o < per; o += kThreads) {
     const int tok = o / kTile, c = o % kTile;  // along N: the outputs' writes coalesce
     write_out<T>(a.out, tok, tile * kTile + c, scratch[c * m + tok]);
   }
@@ -1091,13 +1085,9 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     blocks = gemv::split_tile_blocks(tiles, per_tile,
                                      int64_t{bulk_blocks_per_sm(fit_fenced, fenced, smem)} * L.sms, L.sms);
     // A grid of tiles x s keeps every run inside its tile. The tiles meet in slots where s is at
-    // most kSlotMostBlocks and the last block's threads read theirs in one go (kSlotLoads each);
-    // else the last block to arrive settles each (notes/performance.md, g30).
-    const int64_t s = blocks % tiles == 0 ? blocks / tiles : 0;
-    const int64_t reads = (B::kChannels * a.m + kSliceWarps * 32 - 1) / (kSliceWarps * 32) * (s - 1);
-    if (s > 1 && s <= std::min<int64_t>(per_tile, kSlotMostBlocks) && reads <= kSlotLoads &&
-        (s - 1) * a.n * a.m <= std::min<int64_t>(sum_floats(L.w, a.m), int64_t{1} << 31))
-      a.split = static_cast<int>(s);
+    // most 5 and the last block's threads read theirs in one go; else the last block to arrive
+    // settles each (gemv::slot_split; notes/performance.md, g30).
+    a.split = static_cast<int>(gemv::slot_split(tiles, per_tile, blocks, a.m));
     if (const cudaError_t e = product(fenced, blocks); e != cudaSuccess)
       return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
     return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
@@ -1736,7 +1726,7 @@ __global__ void epilogue_kernel(Out o) {
 }  // namespace
 
 size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m) {
-  return align256(static_cast<size_t>(sum_floats(w, m)) * 4) +
+  return align256(static_cast<size_t>(gemv::sum_floats(w.n, m)) * 4) +
          align256(static_cast<size_t>(counter_count(w, m)) * 4);
 }
 

@@ -1,5 +1,5 @@
-// How the copy-engine GEMV's fenced form splits its tiles among blocks (host only, so that the
-// CPU tests check the rule the launcher follows). A tile is `per_tile` units of K; block b of a
+// How the copy-engine GEMV's fenced form splits its tiles among blocks and where they meet (so
+// that the CPU tests check the rules the launcher follows). A tile is `per_tile` units of K; block b of a
 // grid of `blocks` takes units [units * b / blocks, units * (b + 1) / blocks) (ft_bulk_kernel).
 #pragma once
 
@@ -20,6 +20,34 @@ inline int64_t split_tile_blocks(int64_t tiles, int64_t per_tile, int64_t fit, i
   if (most < 1) return std::min(tiles * per_tile, fit);
   const int64_t longest = (per_tile + most - 1) / most;
   return tiles * ((per_tile + longest - 1) / longest);
+}
+
+// Where a tile's blocks meet: the fenced form's blocks have 128 threads, its tiles 64 channels.
+constexpr int kBlockThreads = 128;
+constexpr int kTileChannels = 64;
+// Slot values a thread of a tile's last block has in flight (meet_in_slots reads them together).
+constexpr int kSlotLoads = 16;
+// Blocks a tile from which the last block to arrive settles it instead: against it, slots measured
+// 1.02-1.19x faster with 2-5 blocks a tile (8192x8192, 5120x5120, 16384x4096, 11008x4096,
+// 14336x2048 at 1-9 rows) but the same at 1 row and 0.94-0.98x at 4 with 8 (4096x4096; H200 and
+// H100, notes/performance.md, g30).
+constexpr int kSlotMostBlocks = 5;
+// Channels' worth of partial sums the workspace holds a row of X: N, and at least enough for the
+// slots of split tiles (s - 1 slots of N channels, where tiles x s blocks, at most four a
+// multiprocessor, are 64 channels a tile: under 4 * 64 * sms channels, 256 multiprocessors).
+constexpr int64_t kSlotChannels = int64_t{4} * kTileChannels * 256;
+inline int64_t sum_floats(int64_t n, int64_t m) { return m * std::max(n, kSlotChannels); }
+
+// Blocks a tile (s) whose partial sums meet in slots of the workspace, for a grid of `blocks` over
+// `tiles` tiles of `per_tile` units and M = `m`; 0 where the last block of a tile to arrive settles
+// it. Slots need a grid of tiles x s (every run inside its tile), 2 <= s <= kSlotMostBlocks, at
+// most kSlotLoads values a thread of the last block, and room in the workspace (offsets under 2^31).
+inline int64_t slot_split(int64_t tiles, int64_t per_tile, int64_t blocks, int64_t m) {
+  if (tiles < 1 || blocks % tiles != 0) return 0;
+  const int64_t s = blocks / tiles, n = tiles * kTileChannels;
+  const int64_t reads = (kTileChannels * m + kBlockThreads - 1) / kBlockThreads * (s - 1);
+  const bool room = (s - 1) * n * m <= std::min(sum_floats(n, m), int64_t{1} << 31);
+  return s > 1 && s <= std::min<int64_t>(per_tile, kSlotMostBlocks) && reads <= kSlotLoads && room ? s : 0;
 }
 
 }  // namespace dql::gemv
