@@ -3,7 +3,9 @@
 // refusals.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "gemv_cases.hpp"
 #include "kernels/backend/host_steps.hpp"
@@ -263,4 +265,81 @@ TEST_CASE("gemv split: slots for tiles of 2-5 blocks that the last block reads i
   CHECK(gemv::slot_split(448, 4, gemv::split_tile_blocks(448, 4, 792, sms), 1) == 0);    // a tile a block
   CHECK(gemv::slot_split(600, 2, gemv::split_tile_blocks(600, 2, 792, sms), 1) == 0);    // persistent
   CHECK(gemv::slot_split(224, 4, gemv::split_tile_blocks(224, 4, 792, sms), 8) == 2);    // 14336x2048
+}
+
+// Where the persistent grid's runs meet in slots (ft_bulk_kernel with RUNS), walked as the kernel
+// walks them: every tile is written by exactly one block (the one with the whole tile, or the settler:
+// the run holding its first unit, whose part ends its run); every other part stores into its own
+// slot, below the settler's count and the rule's bound, from a run launched before the settler's
+// (a higher run index: the blocks take the runs in reverse).
+TEST_CASE("gemv split: the persistent runs' parts of a tile meet in distinct slots, settled by one block") {
+  int64_t walked = 0, refused = 0;
+  for (int64_t per_tile : {2, 3, 4, 8, 16, 22, 56}) {
+    for (int64_t tiles : {1, 3, 64, 128, 448}) {
+      for (int64_t blocks : {1, 7, 264, 396, 528, 792}) {
+        const int64_t units = tiles * per_tile;
+        if (blocks > units) continue;
+        for (int64_t m : {1, 8, 16, 32}) {
+          CAPTURE(per_tile);
+          CAPTURE(tiles);
+          CAPTURE(blocks);
+          CAPTURE(m);
+          const int64_t n = tiles * gemv::kTileChannels;
+          const int64_t bound = gemv::run_slot_others(units, blocks, per_tile, n, m);
+          if (bound == 0) {
+            ++refused;
+            continue;
+          }
+          ++walked;
+          const int64_t reads = (gemv::kTileChannels * m + gemv::kBlockThreads - 1) / gemv::kBlockThreads;
+          CHECK(reads * bound <= 2 * gemv::kSlotLoads);
+          CHECK(bound * n * m <= gemv::sum_floats(n, m));
+          std::vector<int> writers(static_cast<size_t>(tiles), 0);
+          std::vector<int64_t> others(static_cast<size_t>(tiles), -1);
+          std::vector<std::vector<int64_t>> stored(static_cast<size_t>(tiles));
+          for (int64_t v = 0; v < blocks; ++v) {
+            const int64_t lo = gemv::run_first(v, blocks, units), hi = gemv::run_first(v + 1, blocks, units);
+            for (int64_t u = lo; u < hi; ++u) CHECK(gemv::run_holder(u, blocks, units) == v);
+            for (int64_t t = lo / per_tile; t * per_tile < hi; ++t) {
+              const int64_t t_lo = t * per_tile, t_hi = t_lo + per_tile;
+              const int64_t begin = std::max(lo, t_lo), end = std::min(hi, t_hi);
+              const auto i = static_cast<size_t>(t);
+              if (begin == t_lo && end == t_hi) {
+                ++writers[i];
+              } else if (begin == t_lo) {
+                ++writers[i];
+                CHECK(end == hi);  // the settler's part ends its run
+                others[i] = gemv::run_holder(t_hi - 1, blocks, units) - v;
+                CHECK(others[i] >= 1);
+                CHECK(others[i] <= bound);
+              } else {
+                const int64_t settler = gemv::run_holder(t_lo, blocks, units);
+                CHECK(settler < v);
+                CHECK(begin == lo);  // a stored part starts its run
+                stored[i].push_back(v - settler - 1);
+              }
+            }
+          }
+          for (int64_t t = 0; t < tiles; ++t) {
+            const auto i = static_cast<size_t>(t);
+            CHECK(writers[i] == 1);
+            std::vector<int64_t> slots = stored[i];
+            std::sort(slots.begin(), slots.end());
+            std::vector<int64_t> expect;
+            for (int64_t j = 0; j < std::max<int64_t>(others[i], 0); ++j) expect.push_back(j);
+            CHECK(slots == expect);  // slots 0 .. others - 1, each stored once
+          }
+        }
+      }
+    }
+  }
+  CHECK(walked > 0);
+  CHECK(refused > 0);
+  // The shapes measured (132 multiprocessors, 4 blocks a multiprocessor of one token tile).
+  CHECK(gemv::run_slot_others(7168, 528, 16, 28672, 1) == 2);   // 28672x8192, M = 1
+  CHECK(gemv::run_slot_others(7168, 528, 56, 8192, 1) == 5);    // 8192x28672, M = 1
+  CHECK(gemv::run_slot_others(3584, 264, 16, 28672, 32) == 2);  // 28672x8192, M = 32: 32 reads
+  CHECK(gemv::run_slot_others(2048, 264, 16, 8192, 32) == 0);   // 8192x8192, M = 32: 48 reads
+  CHECK(gemv::run_slot_others(7168, 528, 16, 28672, 64) == 0);  // 64 reads
+  CHECK(gemv::run_slot_others(448, 448, 1, 28672, 1) == 0);     // a unit a tile: nothing to meet
 }

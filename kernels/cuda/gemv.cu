@@ -469,13 +469,15 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // Scales come with the stage: a separate load of them, even one unit ahead, waited behind the
 // copies in flight and set the pace. Block b of the grid takes units [units x b / grid,
 // units x (b + 1) / grid). Where each block has many units, the grid is persistent (as many blocks
-// as fit), its runs cross tile boundaries, and a run that starts or ends inside a tile adds its
-// sums into the workspace, settled by a second kernel (settle_channel_kernel, settle_run_kernel).
-// Where each has only a few, the grid is tiles x s (gemv::split_tile_blocks), so that every run
-// lies inside one tile, and the blocks of a tile meet in slots of the workspace (meet_in_slots) or
-// the last to finish settles it (finish_tile; a block with the whole tile writes its outputs
-// itself). Needs compute capability 9.0; M up to 64 a pass
-// (int4; more rows go in passes of 64), 16 (int8).
+// as fit), its runs cross tile boundaries, and the parts of a tile meet in slots of the workspace
+// (RUNS: the blocks take the runs in reverse order, and the block holding a tile's first unit settles
+// it at the end of its run; gemv::run_slot_others) or, where the slots would not fit or would take
+// too many reads, add their sums into the workspace, settled by a second kernel
+// (settle_channel_kernel, settle_run_kernel). Where each has only a few, the grid is tiles x s
+// (gemv::split_tile_blocks), so that every run lies inside one tile, and the blocks of a tile meet in slots
+// of the workspace (meet_in_slots) or the last to finish settles it (finish_tile; a block with the whole tile
+// writes its outputs itself). Needs compute capability 9.0; M up to 64 a pass (int4; more rows go in passes
+// of 64), 16 (int8).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DQL_BULK_COPY 1
 #endif
@@ -597,8 +599,11 @@ struct BulkArgs : FtIo {
 // it read for the next call. A NaN is stored as the canonical one (0x7FFFFFFF), so no stored value
 // is ever zero. The waiting block is its tile's last in launch order and the grid fits on the device
 // at once (split_tile_blocks), so every block it waits for has started.
-// The rule that picks slots, and how many values a thread reads at once, are gemv::slot_split and
-// gemv::kSlotLoads (split.hpp).
+// The persistent grid's runs meet the same way (ft_bulk_kernel's RUNS): a tile's settler is the block
+// holding its first unit, the last of the tile's blocks in launch order since the runs are taken in
+// reverse, and the grid is what fits.
+// The rules that pick slots, and how many values a thread reads at once, are gemv::slot_split,
+// gemv::run_slot_others and gemv::kSlotLoads (split.hpp).
 static_assert(gemv::kBlockThreads == kSliceWarps * 32 && gemv::kTileChannels == 16 * kSliceWarps,
               "split.hpp's rules describe this kernel's blocks and tiles");
 
@@ -625,16 +630,17 @@ __device__ __forceinline__ unsigned long long global_ns() {
 
 // Called by every thread of the block at the end of its run in `tile`; `each(fn)` calls fn(tok, ch,
 // value) for the thread's outputs; `scratch`: 64 * M floats of shared memory no copy is writing.
+// mine >= 0: the block stores its sums in slot `mine` and returns; else it is the tile's settler and
+// reads slots 0 .. others - 1.
 template <OutType T, class Each>
-__device__ void meet_in_slots(const BulkArgs& a, int64_t tile, float* scratch, Each each) {
-  constexpr int kTile = gemv::kTileChannels, kThreads = gemv::kBlockThreads;
-  const int s = a.split, j = static_cast<int>(blockIdx.x) % s;
-  const int m = static_cast<int>(a.m), per = kTile * m;  // a tile's outputs
-  float* const slot0 = a.sums + tile * per;              // the tile's place in slot 0
+__device__ __forceinline__ void meet_in_slots(const BulkArgs& a, int64_t tile, int mine, int others,
+                                              float* scratch, Each each) {
+  constexpr int kTile = gemv::kTileChannels;
+  const int m = static_cast<int>(a.m);
   const int64_t slot_pitch = a.m * a.n;
-  if (j < s - 1) {
+  if (mine >= 0) {
     each([&](int64_t tok, int64_t ch, float v) {
-      if (tok < a.m) slot_store(a.sums + j * slot_pitch + ch * a.m + tok, v);
+      if (tok < a.m) slot_store(a.sums + mine * slot_pitch + ch * a.m + tok, v);
     });
     return;
   }
@@ -645,19 +651,22 @@ __device__ void meet_in_slots(const BulkArgs& a, int64_t tile, float* scratch, E
   __syncthreads();
   // Thread t owns outputs t, t + 128, ... of the tile and adds their slots into `scratch` itself;
   // its (output, slot) pairs are read kSlotLoads at a time, the offsets counted without a division.
+  constexpr int kThreads = gemv::kBlockThreads;
+  const int per = kTile * m;                 // a tile's outputs
+  float* const slot0 = a.sums + tile * per;  // the tile's place in slot 0
   const int tid = static_cast<int>(threadIdx.x);
   const int outs = tid < per ? (per - tid + kThreads - 1) / kThreads : 0;
-  const int total = outs * (s - 1);
+  const int total = outs * others;
   int k = 0, o = tid;
   for (int base = 0; base < total; base += kSlotLoads) {
-    uint32_t v[kSlotLoads], at[kSlotLoads];  // at: offset from slot0 (under 2^31: slot_split)
-    int out[kSlotLoads];
+    uint32_t v[kSlotLoads], at[kSlotLoads];  // at: offset from slot0 (under 2^31: the launcher checks)
+    int own[kSlotLoads];
 #pragma unroll
     for (int q = 0; q < kSlotLoads; ++q) {
       at[q] = static_cast<uint32_t>(k * slot_pitch + o);
-      out[q] = o;
+      own[q] = o;
       v[q] = base + q < total ? slot_load(slot0 + at[q]) : kSlotMark;
-      if (++k == s - 1) k = 0, o += kThreads;
+      if (++k == others) k = 0, o += kThreads;
     }
     unsigned long long since = 0;
     for (;;) {
@@ -676,12 +685,12 @@ __device__ void meet_in_slots(const BulkArgs& a, int64_t tile, float* scratch, E
 #pragma unroll
     for (int q = 0; q < kSlotLoads; ++q) {
       if (base + q >= total) break;
-      scratch[out[q]] += __uint_as_float(v[q] ^ kSlotMark);
+      scratch[own[q]] += __uint_as_float(v[q] ^ kSlotMark);
       __stcg(slot0 + at[q], 0.0f);
     }
   }
   __syncthreads();
-  for (int o = static_cast<int>(threadIdx.x); o < per; o += kThreads) {
+  for (int o = tid; o < per; o += kThreads) {
     const int tok = o / kTile, c = o % kTile;  // along N: the outputs' writes coalesce
     write_out<T>(a.out, tok, tile * kTile + c, scratch[c * m + tok]);
   }
@@ -712,13 +721,16 @@ __global__ void stage_x_kernel(const uint16_t* x, uint16_t* xs, int64_t k, int r
 // SPG: how the kernel finds a group's ends. -1: counted at run time, two sets of sums (one and two
 // token tiles); from four token tiles one set, and the ends known at compile time: SPG > 0 steps
 // a group, which divides the unit (so that every unit starts a group), or 0: groups of whole
-// units (per-channel scales, long groups).
-template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT, int SPG, bool XS, int STEPS>
+// units (per-channel scales, long groups). SPLIT: the persistent grid, whose runs cross tiles; with
+// RUNS their parts of a tile meet in slots, else in the settling kernel. A separate instantiation:
+// the slots' reads in flight take registers that the settled form would pay in its main loop.
+template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT, int SPG, bool XS, int STEPS,
+          bool RUNS = false>
 __global__ void __launch_bounds__(kSliceWarps * 32)
     ft_bulk_kernel(BulkArgs a, const __grid_constant__ CUtensorMap wmap,
                    const __grid_constant__ CUtensorMap smap) {
 #ifdef DQL_BULK_COPY
-  if constexpr (SPLIT) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if constexpr (SPLIT && !RUNS) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   // XS: launched behind stage_x_kernel (a programmatic dependent), whose X is ready after this.
   if constexpr (XS) asm volatile("griddepcontrol.wait;" ::: "memory");
   using S = FtShape<BITS, WPT>;
@@ -732,8 +744,12 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
   uint64_t* empty = full + B::kStages;  // every lane is done with it
   // Unit and step indices fit in 32 bits (the launcher checks): no 64-bit division in the loop.
   const int per_tile = static_cast<int>(a.k / B::KU);
-  const int u_begin = static_cast<int>(a.units * blockIdx.x / gridDim.x);
-  const int u_end = static_cast<int>(a.units * (blockIdx.x + 1) / gridDim.x);
+  // Where persistent runs meet in slots, block b takes run gridDim - 1 - b: a tile's first unit lies in
+  // the last-launched of its blocks, which reaches it at the end of its run and waits there for the
+  // others (launched before it, so started), which reached their parts of the tile first.
+  const int64_t vb = RUNS ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int u_begin = static_cast<int>(gemv::run_first(vb, gridDim.x, a.units));
+  const int u_end = static_cast<int>(gemv::run_first(vb + 1, gridDim.x, a.units));
   const int count = u_end - u_begin;
   const int spg = a.group / S::KSTEP;  // steps per group
 
@@ -855,14 +871,33 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
           token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch1), tok, a.m, acc[t][2], acc[t][3]);
         }
       };
+      const auto each = [&](auto&& fn) { lane_outputs<NT>(2 * r, ch0, ch1, acc, fn); };
+      const int done = u - run_begin + 1;
+      static_assert(B::kPitch * 2 >= 4 * B::kChannels, "a stage's X rows hold the tile's sums");
+      float* const scratch = reinterpret_cast<float*>(smem + buf * stage_bytes);
       if constexpr (SPLIT) {
-        add_pairs();  // the settling kernel turns them into outputs
+        if constexpr (!RUNS) {
+          add_pairs();  // the settling kernel turns them into outputs
+        } else if (done == per_tile) {
+          each([&](int64_t tok, int64_t ch, float v) { write_out<T>(a.out, tok, ch, v); });
+        } else {
+          // The block holding the tile's first unit settles it (its part ends its run); the others
+          // hold later units (their parts start their runs, or are the whole run) and store theirs,
+          // run vb' in slot vb' - settler - 1 (the same walk is checked on the CPU, test_gemv.cpp).
+          const int t_lo = tile * per_tile;
+          const auto holder = [&](int64_t unit) {
+            return static_cast<int>(gemv::run_holder(unit, gridDim.x, a.units));
+          };
+          if (run_begin == t_lo) {
+            meet_in_slots<T>(a, tile, -1, holder(t_lo + per_tile - 1) - static_cast<int>(vb), scratch, each);
+          } else {
+            meet_in_slots<T>(a, tile, static_cast<int>(vb) - holder(t_lo) - 1, 0, scratch, each);
+          }
+        }
       } else {
-        const auto each = [&](auto&& fn) { lane_outputs<NT>(2 * r, ch0, ch1, acc, fn); };
-        const int done = u - run_begin + 1;
         if (a.split > 1 && done < per_tile) {
-          static_assert(B::kPitch * 2 >= 4 * B::kChannels, "a stage's X rows hold the tile's sums");
-          meet_in_slots<T>(a, tile, reinterpret_cast<float*>(smem + buf * stage_bytes), each);
+          const int j = static_cast<int>(blockIdx.x) % a.split;
+          meet_in_slots<T>(a, tile, j < a.split - 1 ? j : -1, a.split - 1, scratch, each);
         } else if constexpr (NT == 1) {
           // One token tile: the [M, N] workspace, one add per output (the pair form measured
           // slower here).
@@ -1091,6 +1126,21 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     if (const cudaError_t e = product(fenced, blocks); e != cudaSuccess)
       return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
     return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
+  }
+  // The persistent runs meet in slots where the rule allows (gemv::run_slot_others): against the
+  // settling kernel 1.03-1.17x on the H100 at 4-32 rows (28672x8192 M = 32 87.5 -> 74.8 us, 16384x4096
+  // M = 16 28.7 -> 25.4), the same at 1 row on 28672x8192 (notes/performance.md, g31). Its grid is
+  // what fits of that kernel (its own registers), so that every block it waits for has started.
+  {
+    static Fit fit_runs;
+    const auto runs = ft_bulk_kernel<BITS, WPT, T, NAIVE, NT, true, SPG, XS, STEPS, true>;
+    const int64_t run_blocks =
+        std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_runs, runs, smem)} * L.sms);
+    if (gemv::run_slot_others(a.units, run_blocks, a.k / B::KU, a.n, a.m) > 0) {
+      if (const cudaError_t e = product(runs, run_blocks); e != cudaSuccess)
+        return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
+      return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
+    }
   }
   if (const cudaError_t e = product(settled, blocks); e != cudaSuccess)
     return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);

@@ -1,10 +1,13 @@
-// How the copy-engine GEMV's fenced form splits its tiles among blocks and where they meet (so
-// that the CPU tests check the rules the launcher follows). A tile is `per_tile` units of K; block b of a
-// grid of `blocks` takes units [units * b / blocks, units * (b + 1) / blocks) (ft_bulk_kernel).
+// How the copy-engine GEMV splits its tiles among blocks and where the parts meet (so that the CPU
+// tests check the rules the launcher follows). A tile is `per_tile` units of K; block b of a grid of
+// `blocks` takes units [units * b / blocks, units * (b + 1) / blocks) (ft_bulk_kernel; in reverse
+// order where the persistent grid's runs meet in slots).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+
+#include "kernels/bits/hd.hpp"
 
 namespace dql::gemv {
 
@@ -48,6 +51,26 @@ inline int64_t slot_split(int64_t tiles, int64_t per_tile, int64_t blocks, int64
   const int64_t reads = (kTileChannels * m + kBlockThreads - 1) / kBlockThreads * (s - 1);
   const bool room = (s - 1) * n * m <= std::min(sum_floats(n, m), int64_t{1} << 31);
   return s > 1 && s <= std::min<int64_t>(per_tile, kSlotMostBlocks) && reads <= kSlotLoads && room ? s : 0;
+}
+
+// The persistent grid's runs: run v of `blocks` takes units [units x v / blocks, units x (v + 1) /
+// blocks); run_holder(u) is the run that holds unit u.
+DQL_HD int64_t run_first(int64_t v, int64_t blocks, int64_t units) { return units * v / blocks; }
+DQL_HD int64_t run_holder(int64_t u, int64_t blocks, int64_t units) { return ((u + 1) * blocks - 1) / units; }
+
+// The persistent grid's runs (each block `units / blocks` units or one more, crossing tiles) meeting in
+// slots: the most other runs a tile's settler waits for (a tile of `per_tile` units meets at most
+// (per_tile - 2) / shortest + 2 runs), or 0 where the settling kernel stays: where that needs more
+// room than the workspace has, or a thread of the settler would read more than 2 x kSlotLoads values
+// (64 rows on 5120x5120 and 8192x8192, over 32 reads: slots measured 0.79x and 0.90x against the
+// settling kernel; notes/performance.md, g31).
+inline int64_t run_slot_others(int64_t units, int64_t blocks, int64_t per_tile, int64_t n, int64_t m) {
+  const int64_t shortest = blocks > 0 ? units / blocks : 0;
+  if (shortest < 1 || per_tile < 2) return 0;
+  const int64_t others = (per_tile - 2) / shortest + 1;
+  const int64_t reads = (kTileChannels * m + kBlockThreads - 1) / kBlockThreads * others;
+  const bool room = others * n * m <= std::min(sum_floats(n, m), int64_t{1} << 31);
+  return reads <= 2 * kSlotLoads && room ? others : 0;
 }
 
 }  // namespace dql::gemv
