@@ -1128,8 +1128,8 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
   }
   // The persistent runs meet in slots where the rule allows (gemv::run_slot_others): against the
-  // settling kernel 1.03-1.17x on the H100 at 4-32 rows (28672x8192 M = 32 87.5 -> 74.8 us, 16384x4096
-  // M = 16 28.7 -> 25.4), the same at 1 row on 28672x8192 (notes/performance.md, g31). Its grid is
+  // settling kernel 1.03-1.17x on the H100 at 4-32 rows (28672x8192 M = 32 87.5 -> 75.0 us, 16384x4096
+  // M = 16 28.7 -> 25.5), the same at 1 row on 28672x8192 (notes/performance.md, g31). Its grid is
   // what fits of that kernel (its own registers), so that every block it waits for has started.
   {
     static Fit fit_runs;
