@@ -1103,8 +1103,12 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     cfg.dynamicSmemBytes = smem;
     cfg.attrs = after;
     cfg.numAttrs = XS ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, kernel, a, wmap, smap);
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, a, wmap, smap);
+    return e == cudaSuccess
+               ? std::string()
+               : std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
   };
+  constexpr const char* kProduct = "the mixed-GEMM GEMV kernel (copy-engine form)";
   // Split tiles meet through a second kernel (the settling kernel) where the blocks have several units
   // each; with fewer, the blocks of a tile meet in the workspace (measured, notes/performance.md, w7).
   static Fit fit_settled, fit_fenced;
@@ -1123,9 +1127,8 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     // most 5 and the last block's threads read theirs in one go; else the last block to arrive
     // settles each (gemv::slot_split; notes/performance.md, g30).
     a.split = static_cast<int>(gemv::slot_split(tiles, per_tile, blocks, a.m));
-    if (const cudaError_t e = product(fenced, blocks); e != cudaSuccess)
-      return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
-    return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
+    if (std::string e = product(fenced, blocks); !e.empty()) return e;
+    return status(kProduct, wait);
   }
   // The persistent runs meet in slots where the rule allows (gemv::run_slot_others): against the
   // settling kernel 1.03-1.17x on the H100 at 4-32 rows (28672x8192 M = 32 87.5 -> 75.0 us, 16384x4096
@@ -1137,13 +1140,11 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     const int64_t run_blocks =
         std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit_runs, runs, smem)} * L.sms);
     if (gemv::run_slot_others(a.units, run_blocks, a.k / B::KU, a.n, a.m) > 0) {
-      if (const cudaError_t e = product(runs, run_blocks); e != cudaSuccess)
-        return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
-      return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
+      if (std::string e = product(runs, run_blocks); !e.empty()) return e;
+      return status(kProduct, wait);
     }
   }
-  if (const cudaError_t e = product(settled, blocks); e != cudaSuccess)
-    return std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
+  if (std::string e = product(settled, blocks); !e.empty()) return e;
   cudaLaunchConfig_t cfg = {};
   // The settling kernel reads up to kMaxRows sums a channel, 16 at least: a 32-row one behind the
   // 16-row forms measured 5-15% slower at M = 16 (notes/performance.md, g13).
@@ -1165,7 +1166,7 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   cfg.numAttrs = 1;
   if (const cudaError_t e = cudaLaunchKernelEx(&cfg, settle, a.out, a.sums); e != cudaSuccess)
     return std::string("the GEMV's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
-  return status("the mixed-GEMM GEMV kernel (copy-engine form)", wait);
+  return status(kProduct, wait);
 }
 
 // How the form of NT token tiles finds a group's ends (the SPG of ft_bulk_kernel); -2 where groups
