@@ -933,15 +933,22 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
 struct Fit {
   std::mutex lock;
   std::map<size_t, int> per_sm;
+  size_t limit = 0;  // the kernel's dynamic shared-memory limit as last set
 };
 
+// The kernel's limit only ever rises, to the largest ring asked for: a ring's size depends on M, and
+// setting the limit to each new size would lower it under a larger one seen before, whose launch
+// the runtime then refuses (M = 8, then 1, then 8 again failed so).
 template <class Kernel>
 int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
   const std::lock_guard<std::mutex> hold(fit.lock);
+  if (smem > fit.limit && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem)) == cudaSuccess) {
+    fit.limit = smem;
+  }
   const auto it = fit.per_sm.find(smem);
   if (it != fit.per_sm.end()) return it->second;
   int v = 0;
-  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, kSliceWarps * 32, smem);
   v = std::max(v, 1);
   fit.per_sm.emplace(smem, v);

@@ -466,6 +466,44 @@ TEST_CASE("verify: every recipe on all 2^32 registers") {
   }
 }
 
+TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
+  // A stage of the copy-engine forms holds M rows of X (up to 8 with one token tile, 16 with two),
+  // so a kernel's shared memory depends on M, and the launcher raises the kernel's limit for it. A
+  // user who steps M down and back up (8, 1, 8 in the GUI) reaches a size the launcher has seen
+  // before with the limit lowered since: every call must still launch and be right. This case
+  // comes before the other GEMV cases in this file, so on compute capability 9.0 its calls are the
+  // first of these kernels in the process (with the other cases first, it still checks the
+  // outputs). On the whole device 4096 x 4096 takes the grids of split tiles; told it has 8
+  // multiprocessors, the launcher gives the same shape the persistent grid (its runs cross tiles).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using recipes::OutType;
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const int64_t n = 4096, k = 4096;
+  const Tensor w = random_matrix(Distribution::Normal, 11, n, k);
+  const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+  const DeviceArray<uint32_t> dq(q.qwords);
+  const DeviceArray<uint16_t> ds(q.scales);
+  gemv::Weights dw = weights_of(q);
+  dw.q = dq.get();
+  dw.scales = ds.get();
+  for (const int sms : {prop.multiProcessorCount, 8}) {
+    for (const int64_t m : {8, 1, 8, 16, 9, 16, 2, 8}) {
+      CAPTURE(sms);
+      CAPTURE(m);
+      const GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 70 + m, {});
+      DeviceGemv d(dw, r, prop);
+      d.launch.sms = sms;
+      const std::string error = cuda::gemv_run(d.launch);
+      CHECK(error.empty());
+      if (!error.empty()) MESSAGE(error);
+      CHECK(gemv::compare(d.y.to_host(), test::reference(*cpu, q, r), OutType::F16).rel_l2 < 1e-3);
+      CHECK(d.workspace_zero());
+    }
+  }
+}
+
 TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sums zero)") {
   // The benchmark runs a product hundreds of times on one workspace: every call must find the
   // sums and counters zero and leave them so, or the second product would carry the first one's
