@@ -1688,89 +1688,130 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   return status("the AWQ GEMV kernel", wait);
 }
 
-// ---- NF4 on CUDA cores ---------------------------------------------------------------------------
+// ---- NF4 on tensor cores -----------------------------------------------------------------------
 //
-// Plain layout [N, K / 8]: one warp per output channel, lanes on consecutive words (contiguous
-// rows), code-book entries by shuffle, tokens accumulated in fp32 and summed across the warp.
-constexpr int kNf4Warps = 4;
-constexpr int kNf4Words = 4;  // words a lane loads together
+// A warp owns 16 channels (the A operand, as in the mixed-GEMM kernel) and NT tiles of 8 tokens.
+// Per step of 128 along K, lane (g, r) loads words 4r .. 4r + 3 of channels g and g + 8 (one
+// 16-byte load each: 32 consecutive k of a row, inside one absmax block since blocks are 32 or
+// more) and decodes them through the warp's code book exactly as the dequant recipe does
+// (nf4_word: entry times absmax in fp32, rounded once to fp16). Word j's pairs 2h and 2h + 1 form
+// one mma with X's k 32r + 8j + 4h .. + 3: the lane's X values are 16-byte loads of its own 32 k.
+// The absmax is inside the fp16 weights, so the mma accumulators hold the sum itself. Blocks of
+// 4 warps (64 channels) take slices of whole steps; the slices of a tile meet in the workspace.
+constexpr int kNf4MmaWarps = 4;
+constexpr int kNf4MmaStep = 128;  // K per step
+constexpr int kNf4MmaBatch = 2;   // steps whose loads are issued together
 
-struct Nf4Args {
+struct Nf4MmaArgs {
   const uint32_t* q;
   const float* absmax;  // [N, K / B]
   const uint16_t* x;
   int64_t n, k, m;
-  int block;
+  int block, steps_per_slice, slices;
   Out out;
+  float* sums;
+  unsigned* counters;
 };
 
-template <int MT>
-__global__ void __launch_bounds__(kNf4Warps * 32) nf4_kernel(Nf4Args a) {
+template <int NT>
+__global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a) {
+  constexpr int SB = kNf4MmaBatch;
   const WarpCodeBook book{lane_code_book_entry()};
-  const int lane = threadIdx.x % 32;
-  const int64_t ch = static_cast<int64_t>(blockIdx.x) * kNf4Warps + threadIdx.x / 32;
-  if (ch >= a.n) return;  // whole warps leave together
-  const int64_t tok0 = static_cast<int64_t>(blockIdx.y) * MT;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
+  const int64_t ch0 = static_cast<int64_t>(blockIdx.x) * 16 * kNf4MmaWarps + warp * 16 + g, ch1 = ch0 + 8;
+  const bool live0 = ch0 < a.n, live1 = ch1 < a.n;
   const int64_t words = a.k / 8, blocks = a.k / a.block;
-  float acc[MT] = {};
-  const int64_t padded = (words + 31) / 32 * 32;  // every lane takes part in every shuffle
-  // kNf4Words words a lane at a time, their loads issued together; each is then used in the
-  // lane's order of words, as one at a time would.
-  for (int64_t w0 = lane; w0 < padded; w0 += kNf4Words * 32) {
-    uint32_t word[kNf4Words], am[kNf4Words];
+  const int64_t steps = (a.k + kNf4MmaStep - 1) / kNf4MmaStep;
+  const int64_t s_begin = static_cast<int64_t>(blockIdx.y) * a.steps_per_slice;
+  const int64_t s_end = min(steps, s_begin + a.steps_per_slice);
+  const uint32_t* q0 = a.q + (live0 ? ch0 : 0) * words;
+  const uint32_t* q1 = a.q + (live1 ? ch1 : 0) * words;
+  const float* am0 = a.absmax + (live0 ? ch0 : 0) * blocks;
+  const float* am1 = a.absmax + (live1 ? ch1 : 0) * blocks;
+  // The lane's X rows: token g + 8 t (tokens past M read zeros).
+  const uint16_t* xrow[NT];
+  bool xlive[NT];
 #pragma unroll
-    for (int u = 0; u < kNf4Words; ++u) {
-      const int64_t w = w0 + 32 * u;
-      const bool live = w < words;
-      word[u] = live ? __ldcs(a.q + ch * words + w) : 0u;
-      am[u] = live ? __float_as_uint(__ldg(a.absmax + ch * blocks + w * 8 / a.block)) : 0u;
+  for (int t = 0; t < NT; ++t) {
+    xlive[t] = g + 8 * t < a.m;
+    xrow[t] = a.x + (xlive[t] ? (g + 8 * t) * a.k : 0);
+  }
+  // Step s: the lane's 32 k start at s * 128 + 32 r; past K (K is a multiple of 32) the lane's
+  // words and absmax read as zero, so its weights are zero too.
+  const auto load = [&](int64_t s, uint4(&w)[2], uint32_t(&am)[2]) {
+    const int64_t kk = s * kNf4MmaStep + 32 * r;
+    const bool in = kk < a.k;
+    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+    w[0] = in && live0 ? __ldcs(reinterpret_cast<const uint4*>(q0 + kk / 8)) : z;
+    w[1] = in && live1 ? __ldcs(reinterpret_cast<const uint4*>(q1 + kk / 8)) : z;
+    am[0] = in && live0 ? __float_as_uint(__ldg(am0 + kk / a.block)) : 0u;
+    am[1] = in && live1 ? __float_as_uint(__ldg(am1 + kk / a.block)) : 0u;
+  };
+  float acc[NT][4] = {};
+  uint4 cur[SB][2];
+  uint32_t cam[SB][2];
+  for (int64_t s0 = s_begin; s0 < s_end; s0 += SB) {
+#pragma unroll
+    for (int b = 0; b < SB; ++b) {
+      if (s0 + b < s_end) {
+        load(s0 + b, cur[b], cam[b]);
+      } else {
+        cur[b][0] = cur[b][1] = make_uint4(0u, 0u, 0u, 0u);
+        cam[b][0] = cam[b][1] = 0u;
+      }
     }
 #pragma unroll
-    for (int u = 0; u < kNf4Words; ++u) {
-      const int64_t w = w0 + 32 * u;
-      if (w - lane >= padded) break;  // the same for the whole warp
-      const uint32_t in[2] = {word[u], am[u]};
-      uint32_t h[4];
-      recipes::Exec<WarpCodeBook> ex{book};
-      recipes::run_recipe(recipes::RecipeId::Nf4F16, ex, in, h);
-      if (w >= words) continue;
-      float wv[8];
+    for (int b = 0; b < SB; ++b) {
+      if (s0 + b >= s_end) break;  // the same for the whole warp
+      const int64_t kk = (s0 + b) * kNf4MmaStep + 32 * r;
+      const bool in = kk < a.k;
+      const uint32_t w0[4] = {cur[b][0].x, cur[b][0].y, cur[b][0].z, cur[b][0].w};
+      const uint32_t w1[4] = {cur[b][1].x, cur[b][1].y, cur[b][1].z, cur[b][1].w};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h[i]));
-        wv[2 * i] = f.x, wv[2 * i + 1] = f.y;
-      }
+      for (int j = 0; j < 4; ++j) {
+        uint32_t v0[4], v1[4];
+        nf4_word(book, w0[j], cam[b][0], v0);
+        nf4_word(book, w1[j], cam[b][1], v1);
+        uint4 xv[NT];
 #pragma unroll
-      for (int t = 0; t < MT; ++t) {
-        if (tok0 + t >= a.m) break;
-        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(a.x + (tok0 + t) * a.k) + w);
-        const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
+        for (int t = 0; t < NT; ++t) {
+          xv[t] = xlive[t] && in ? __ldg(reinterpret_cast<const uint4*>(xrow[t] + kk + 8 * j))
+                                 : make_uint4(0u, 0u, 0u, 0u);
+        }
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&xs[i]));
-          acc[t] = fmaf(f.x, wv[2 * i], acc[t]);
-          acc[t] = fmaf(f.y, wv[2 * i + 1], acc[t]);
+        for (int t = 0; t < NT; ++t) {
+          mma_16816<OutType::F16>(acc[t], v0[0], v1[0], v0[1], v1[1], xv[t].x, xv[t].y);
+          mma_16816<OutType::F16>(acc[t], v0[2], v1[2], v0[3], v1[3], xv[t].z, xv[t].w);
         }
       }
     }
   }
-#pragma unroll
-  for (int t = 0; t < MT; ++t) {
-    for (int o = 16; o > 0; o /= 2) acc[t] += __shfl_xor_sync(0xFFFFFFFFu, acc[t], o);
-  }
-  if (lane == 0) {
-#pragma unroll
-    for (int t = 0; t < MT; ++t) write_out<OutType::F16>(a.out, tok0 + t, ch, acc[t]);
-  }
+  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, a.slices, [&](auto&& fn) {
+    lane_outputs<NT>(2 * r, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float v) {
+      if (ch < a.n) fn(tok, ch, v);
+    });
+  });
 }
 
-std::string launch_nf4(const GemvLaunch& L, bool wait) {
-  constexpr int MT = 4;
-  const Nf4Args a{L.w.q, L.w.absmax, L.p.x,     L.w.n,
-                  L.w.k, L.p.m,      L.w.group, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n}};
-  const dim3 grid(static_cast<unsigned>((a.n + kNf4Warps - 1) / kNf4Warps),
-                  static_cast<unsigned>((a.m + MT - 1) / MT));
-  nf4_kernel<MT><<<grid, kNf4Warps * 32>>>(a);
+std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  if (L.p.m > 16) return "the NF4 GEMV takes 1 to 16 rows of X";
+  // Against the CUDA-core kernel it replaces (a warp a channel, tokens summed in fp32 FMAs), H100:
+  // 1.6-1.9x at M = 1 and 3.5-6.7x at M = 8 and 16 on the large shapes (notes/performance.md, g32).
+  Nf4MmaArgs a{L.w.q,   L.w.absmax, L.p.x, L.w.n, L.w.k,
+               L.p.m,   L.w.group,  0,     0,     Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n},
+               ws.sums, ws.counters};
+  // Slices of whole steps along K, for about 4 blocks a multiprocessor.
+  const int64_t bx = (a.n + 16 * kNf4MmaWarps - 1) / (16 * kNf4MmaWarps);
+  const int64_t steps = (a.k + kNf4MmaStep - 1) / kNf4MmaStep;
+  const int64_t want = std::min(steps, std::max<int64_t>(1, (int64_t{4} * L.sms + bx - 1) / bx));
+  a.steps_per_slice = static_cast<int>((steps + want - 1) / want);
+  a.slices = static_cast<int>((steps + a.steps_per_slice - 1) / a.steps_per_slice);
+  const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
+  if (a.m <= 8) {
+    nf4_mma_kernel<1><<<grid, kNf4MmaWarps * 32>>>(a);
+  } else {
+    nf4_mma_kernel<2><<<grid, kNf4MmaWarps * 32>>>(a);
+  }
   return status("the NF4 GEMV kernel", wait);
 }
 
@@ -1807,7 +1848,7 @@ std::string gemv_run(const GemvLaunch& L, bool wait) {
     case Path::Fast:
     case Path::Naive:
       if (L.w.layout == quant::Layout::Awq) return launch_awq(L, ws, wait);
-      if (L.w.scheme == quant::Scheme::Nf4) return launch_nf4(L, wait);
+      if (L.w.scheme == quant::Scheme::Nf4) return launch_nf4(L, ws, wait);
       return L.p.path == Path::Naive ? launch_ft_any<true>(L, ws, wait) : launch_ft_any<false>(L, ws, wait);
     case Path::Cublas: break;
   }

@@ -700,17 +700,21 @@ std::pair<double, double> errors_against_reference(Backend& gpu, Backend& cpu, c
 
 TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
   // AWQ per channel over K = 520: 32 batches of 16 rows and 8 rows one at a time. NF4 over
-  // K = 320: 40 words a channel, so lanes past the last word still take part in the shuffles.
+  // K = 320: the last step of 128 along K holds 64, so lanes past K still take part in the
+  // code book's shuffles (their words read as zero); with N = 100 the last block's warps also
+  // hold channels past N, which decode zeros and write nothing.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using quant::Layout;
   using quant::Scheme;
   const struct {
     QuantSpec spec;
-    int64_t k;
-  } cases[] = {{{Scheme::Int4Asym, Layout::Awq, 520}, 520}, {{Scheme::Nf4, Layout::Plain, 64}, 320}};
+    int64_t n, k;
+  } cases[] = {{{Scheme::Int4Asym, Layout::Awq, 520}, 128, 520},
+               {{Scheme::Nf4, Layout::Plain, 64}, 128, 320},
+               {{Scheme::Nf4, Layout::Plain, 32}, 100, 320}};
   for (const auto& c : cases) {
-    const int64_t n = 128;
+    const int64_t n = c.n;
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(c.k + 11), n, c.k);
     const QuantizedMatrix q = cpu->quantize(w, c.spec);
     for (int64_t m : {1, 5, 16}) {
