@@ -1643,6 +1643,16 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_mma_kernel(AwqArgs a) {
   });
 }
 
+// Slices along K for the tensor-core AWQ and NF4 kernels: `units` (groups, steps) cut into slices
+// of whole units so that `bx` column blocks times the slices make about 4 blocks a
+// multiprocessor. Returns the units a slice; `slices` gets their count.
+int k_slices(int64_t units, int64_t bx, int sms, int& slices) {
+  const int64_t want = std::min(units, std::max<int64_t>(1, (int64_t{4} * sms + bx - 1) / bx));
+  const int64_t per = (units + want - 1) / want;
+  slices = static_cast<int>((units + per - 1) / per);
+  return static_cast<int>(per);
+}
+
 std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   AwqArgs a{};
   a.q = L.w.q, a.scales = L.w.scales, a.zeros = L.w.qzeros, a.x = L.p.x;
@@ -1663,9 +1673,7 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   // grid: slices of whole groups for about 4 blocks a multiprocessor.
   if (a.group % (16 * kAwqMmaSteps) == 0) {
     const int64_t bx = (cols + kAwqMmaCols - 1) / kAwqMmaCols;
-    const int64_t want = std::min(groups, std::max<int64_t>(1, (int64_t{4} * L.sms + bx - 1) / bx));
-    a.groups_per_slice = static_cast<int>((groups + want - 1) / want);
-    a.slices = static_cast<int>((groups + a.groups_per_slice - 1) / a.groups_per_slice);
+    a.groups_per_slice = k_slices(groups, bx, L.sms, a.slices);
     const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
     if (a.m <= 8) {
       awq_mma_kernel<1><<<grid, kAwqMmaWarps * 32>>>(a);
@@ -1753,12 +1761,7 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
   for (int64_t s0 = s_begin; s0 < s_end; s0 += SB) {
 #pragma unroll
     for (int b = 0; b < SB; ++b) {
-      if (s0 + b < s_end) {
-        load(s0 + b, cur[b], cam[b]);
-      } else {
-        cur[b][0] = cur[b][1] = make_uint4(0u, 0u, 0u, 0u);
-        cam[b][0] = cam[b][1] = 0u;
-      }
+      if (s0 + b < s_end) load(s0 + b, cur[b], cam[b]);  // steps past the slice are not used below
     }
 #pragma unroll
     for (int b = 0; b < SB; ++b) {
@@ -1800,12 +1803,8 @@ std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
   Nf4MmaArgs a{L.w.q,   L.w.absmax, L.p.x, L.w.n, L.w.k,
                L.p.m,   L.w.group,  0,     0,     Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n},
                ws.sums, ws.counters};
-  // Slices of whole steps along K, for about 4 blocks a multiprocessor.
   const int64_t bx = (a.n + 16 * kNf4MmaWarps - 1) / (16 * kNf4MmaWarps);
-  const int64_t steps = (a.k + kNf4MmaStep - 1) / kNf4MmaStep;
-  const int64_t want = std::min(steps, std::max<int64_t>(1, (int64_t{4} * L.sms + bx - 1) / bx));
-  a.steps_per_slice = static_cast<int>((steps + want - 1) / want);
-  a.slices = static_cast<int>((steps + a.steps_per_slice - 1) / a.steps_per_slice);
+  a.steps_per_slice = k_slices((a.k + kNf4MmaStep - 1) / kNf4MmaStep, bx, L.sms, a.slices);
   const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
   if (a.m <= 8) {
     nf4_mma_kernel<1><<<grid, kNf4MmaWarps * 32>>>(a);
