@@ -211,6 +211,20 @@ int main(int argc, char** argv) {
         "the desktop app's tests need it\n");
     return 77;
   }
+  // Xvfb loads Mesa's software renderer from LIBGL_DRIVERS_PATH when it is set; a folder without
+  // it starts the server without GLX and every window fails with "GLX extension not found".
+  if (const char* dri = std::getenv("LIBGL_DRIVERS_PATH"); dri && *dri) {
+    const std::string swrast = std::string(dri) + "/swrast_dri.so";
+    if (std::FILE* f = std::fopen(swrast.c_str(), "rb")) {
+      std::fclose(f);
+    } else {
+      std::printf(
+          "LIBGL_DRIVERS_PATH is %s, which has no swrast_dri.so: Xvfb would start without GLX and no "
+          "window could open. Unset it, or point it at Mesa's drivers (/usr/lib/x86_64-linux-gnu/dri)\n",
+          dri);
+      return 1;
+    }
+  }
   doctest::Context ctx(argc, argv);
   return ctx.run();
 }
