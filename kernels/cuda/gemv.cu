@@ -350,16 +350,19 @@ __device__ __forceinline__ void apply_scales(uint16_t s0, uint16_t s1, GroupSums
 // cores busy): one FFMA per output. The sums are not cleared here: the caller starts the next group
 // from zero where it knows the group's first step at compile time, so that the first mma adds to
 // zero registers instead of the sums being cleared by moves.
-template <int NT>
-__device__ __forceinline__ void fold_scales(uint16_t s0, uint16_t s1, const GroupSums<NT, 1>& grp,
+template <int NT, int SETS>
+__device__ __forceinline__ void fold_scales(uint16_t s0, uint16_t s1, const GroupSums<NT, SETS>& grp,
                                             float (&acc)[NT][4]) {
   const float f0 = quant::half_to_f32(s0), f1 = quant::half_to_f32(s1);
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
-    acc[t][0] = fmaf(f0, grp.v[0][t][0], acc[t][0]);
-    acc[t][1] = fmaf(f0, grp.v[0][t][1], acc[t][1]);
-    acc[t][2] = fmaf(f1, grp.v[0][t][2], acc[t][2]);
-    acc[t][3] = fmaf(f1, grp.v[0][t][3], acc[t][3]);
+    float v[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = SETS == 1 ? grp.v[0][t][e] : grp.v[0][t][e] + grp.v[SETS - 1][t][e];
+    acc[t][0] = fmaf(f0, v[0], acc[t][0]);
+    acc[t][1] = fmaf(f0, v[1], acc[t][1]);
+    acc[t][2] = fmaf(f1, v[2], acc[t][2]);
+    acc[t][3] = fmaf(f1, v[3], acc[t][3]);
   }
 }
 
@@ -718,12 +721,14 @@ __global__ void stage_x_kernel(const uint16_t* x, uint16_t* xs, int64_t k, int r
 #endif
 }
 
-// SPG: how the kernel finds a group's ends. -1: counted at run time, two sets of sums (one and two
-// token tiles); from four token tiles one set, and the ends known at compile time: SPG > 0 steps
-// a group, which divides the unit (so that every unit starts a group), or 0: groups of whole
-// units (per-channel scales, long groups). SPLIT: the persistent grid, whose runs cross tiles; with
-// RUNS their parts of a tile meet in slots, else in the settling kernel. A separate instantiation:
-// the slots' reads in flight take registers that the settled form would pay in its main loop.
+// SPG: how the kernel finds a group's ends. -1: counted at run time (a division a unit and a test a
+// step); SPG > 0: known at compile time, SPG steps a group, which divides the unit (so that every
+// unit starts a group), or 0: groups of whole units (per-channel scales, long groups). One and two
+// token tiles keep two sets of sums (even and odd mma of a step: no mma waits for the one before),
+// four and eight one set (their token tiles are independent chains already). SPLIT: the persistent grid,
+// whose runs cross tiles; with RUNS their parts of a tile meet in slots, else in the settling kernel. A
+// separate instantiation: the slots' reads in flight take registers that the settled form would pay in its
+// main loop.
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, bool SPLIT, int SPG, bool XS, int STEPS,
           bool RUNS = false>
 __global__ void __launch_bounds__(kSliceWarps * 32)
@@ -805,13 +810,15 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
   const int w0_off = (c0 / S::I) * B::kRunWords + S::V * (c0 % S::I);
   const int w1_off = (c1 / S::I) * B::kRunWords + S::V * (c1 % S::I);
   float acc[NT][4] = {};
-  constexpr int kSets = SPG < 0 ? 2 : 1;
+  constexpr int kSets = SPG < 0 || NT < 4 ? 2 : 1;
   GroupSums<NT, kSets> grp;
   int run_begin = u_begin, buf = 0;
   unsigned parity = 0;
+  // The unit's tile and part, counted along the run (no division a unit).
+  int tile = u_begin / per_tile, part = u_begin - tile * per_tile - 1;
   for (int i = 0; i < count; ++i) {
     const int u = u_begin + i;
-    const int tile = u / per_tile, part = u - tile * per_tile;
+    if (++part == per_tile) part = 0, ++tile;
     const bool last = part == per_tile - 1 || u == u_end - 1;  // the block's run of this tile ends
     mbar_wait(full + buf, parity);
     const unsigned char* st = smem + buf * stage_bytes;
@@ -851,7 +858,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
         if (SPG > 0 && j % kSpg == 0) grp = {};  // known here: the first mma adds to zero registers
         const W w0 = *reinterpret_cast<const W*>(wb + w0_off + S::word_offset(j, r));
         const W w1 = *reinterpret_cast<const W*>(wb + w1_off + S::word_offset(j, r));
-        ft_step<BITS, WPT, T, NAIVE, NT, 1>(w0, w1, xrow + S::k_base(j, r), tok_stride, grp);
+        ft_step<BITS, WPT, T, NAIVE, NT, kSets>(w0, w1, xrow + S::k_base(j, r), tok_stride, grp);
         if (SPG > 0 && (j + 1) % kSpg == 0) {
           const uint16_t* row = sb + (j / kSpg) * B::kChannels;
           fold_scales<NT>(row[c0], row[c1], grp, acc);
@@ -1177,12 +1184,16 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
 }
 
 // How the form of NT token tiles finds a group's ends (the SPG of ft_bulk_kernel); -2 where groups
-// of this size do not fit it (4 steps a group in units of 8, for example).
+// of this size do not fit it (4 steps a group in units of 8, for example). NT = 1 or 2 token tiles
+// know the ends at compile time where a group is NT steps (int4 group 128 with one tile of four words
+// a lane or two tiles of two; group 64 with one tile of two words) and count them at run time
+// otherwise: against run-time counting (H100, W4A16 g128) M = 1 1.03x and M = 16
+// 1.04-1.05x on the large shapes (notes/performance.md, g33).
 template <int BITS, int WPT, int NT, int STEPS = kUnitSteps<BITS, NT>>
 int bulk_spg(int64_t group) {
   using B = BulkShape<BITS, WPT, NT, STEPS>;
   if constexpr (NT < 4) {
-    return -1;
+    return group == B::S::KSTEP * NT ? NT : -1;
   } else {
     const int64_t spg = group / B::S::KSTEP;
     if (spg == 1 || spg == 2) return static_cast<int>(spg);
@@ -1196,10 +1207,16 @@ int bulk_spg(int64_t group) {
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int STEPS = kUnitSteps<BITS, NT>>
 std::string launch_bulk(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if constexpr (NT == 1) {
+    if (bulk_spg<BITS, WPT, NT, STEPS>(L.w.group) == 1)
+      return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 1, false, STEPS>(L, ws, wait);
     return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, false, STEPS>(L, ws, wait);
   } else if constexpr (NT == 2) {
-    if (L.p.m >= 12 && L.w.n * L.w.k >= (int64_t{1} << 26))
-      return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, true, STEPS>(L, ws, wait);
+    const bool xs = L.p.m >= 12 && L.w.n * L.w.k >= (int64_t{1} << 26);
+    if (bulk_spg<BITS, WPT, NT, STEPS>(L.w.group) == 2) {
+      if (xs) return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 2, true, STEPS>(L, ws, wait);
+      return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, 2, false, STEPS>(L, ws, wait);
+    }
+    if (xs) return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, true, STEPS>(L, ws, wait);
     return launch_bulk_spg<BITS, WPT, T, NAIVE, NT, -1, false, STEPS>(L, ws, wait);
   } else {
     switch (bulk_spg<BITS, WPT, NT, STEPS>(L.w.group)) {
