@@ -16,6 +16,7 @@
 #include "codebook.cuh"
 #include "fast.hpp"
 #include "kernels/bits/divide.hpp"
+#include "launch.hpp"
 
 namespace dql::cuda {
 
@@ -787,26 +788,12 @@ __global__ void __launch_bounds__(kThreads) permute_kernel(PermuteArgs a, bits::
 constexpr int kFtBlocksPerSm = 5;
 
 // Dynamic shared memory, left unused, that keeps at most `blocks` blocks with `static_bytes` of
-// static shared memory on a multiprocessor of the current device: the smallest footprint at which
-// one more no longer fits. 0 where fewer fit anyway by shared memory, or where it would take
-// more than the 48 KB a launch may ask without opting in.
+// static shared memory on a multiprocessor of the current device (occupancy_cap_bytes); 0 where
+// fewer fit anyway by shared memory, or where it would take more than the 48 KB a launch may ask
+// without opting in.
 size_t occupancy_cap_pad(int blocks, size_t static_bytes) {
-  static std::mutex lock;
-  static std::map<std::tuple<int, int, size_t>, size_t> known;  // (device, blocks, static bytes)
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  const std::lock_guard<std::mutex> hold(lock);
-  const auto key = std::make_tuple(dev, blocks, static_bytes);
-  if (const auto it = known.find(key); it != known.end()) return it->second;
-  int per_sm = 0, reserved = 0;
-  size_t pad = 0;
-  if (cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) == cudaSuccess &&
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) == cudaSuccess) {
-    const int64_t need = int64_t{per_sm} / (blocks + 1) + 1 - reserved - static_cast<int64_t>(static_bytes);
-    if (need > 0 && need <= 48 * 1024) pad = static_cast<size_t>(need);
-  }
-  known.emplace(key, pad);
-  return pad;
+  const size_t need = occupancy_cap_bytes(blocks, static_bytes);
+  return need <= 48 * 1024 ? need : 0;
 }
 
 // How the FT-layout kernels find a chunk's tile and column (FtTile::locate): the divisor of a

@@ -14,6 +14,7 @@
 #include "codebook.cuh"
 #include "gemv.hpp"
 #include "kernels/gemv/split.hpp"
+#include "launch.hpp"
 
 namespace dql::cuda {
 
@@ -1080,6 +1081,12 @@ bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t wor
   return tensor_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, q, words, groups, box_words, box_groups);
 }
 
+// Blocks a multiprocessor of the copy-engine form with one token tile (1-8 rows of X): registers
+// and shared memory let four fit; held to three (by unused shared memory), every form ran faster
+// on the H100 (W4A16 g128, M = 1 to 8): the large shapes 1.02-1.04x, 8192x8192 1.03-1.06x, and
+// 4096x4096 1.11-1.15x, whose tiles then split in fewer blocks (notes/performance.md, g34).
+constexpr int kOneTileBlocksPerSm = 3;
+
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS, int STEPS>
 std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait) {
   using B = BulkShape<BITS, WPT, NT, STEPS>;
@@ -1100,7 +1107,9 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
                                     L.w.k / L.w.group, B::kChannels, static_cast<unsigned>(box_rows));
   BulkArgs a{ft_io(L, ws), (L.w.n / B::kChannels) * (L.w.k / B::KU),  // bulk_fits: under 2^31
              XS ? ws.xs : nullptr, scale_box, 0};
-  const size_t smem = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
+  // One token tile: held to kOneTileBlocksPerSm blocks a multiprocessor by unused shared memory.
+  const size_t ring = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
+  const size_t smem = NT == 1 ? std::max(ring, occupancy_cap_bytes(kOneTileBlocksPerSm, 0)) : ring;
   cudaLaunchAttribute after[1];
   after[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   after[0].val.programmaticStreamSerializationAllowed = 1;

@@ -2,6 +2,9 @@
 
 #include <atomic>
 #include <initializer_list>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "kernels/recipes/reference.hpp"
 #include "launch.hpp"
@@ -128,6 +131,25 @@ std::string launch_pack(const quant::PackArgs& a, bool wait) {
 std::string launch_pack_params(const quant::PackArgs& a, int64_t groups, bool wait) {
   return launch_items<quant::PackArgs, quant::pack_params>(a, groups, "pack scales", wait);
 }
+size_t occupancy_cap_bytes(int blocks, size_t static_bytes) {
+  static std::mutex lock;
+  static std::map<std::tuple<int, int, size_t>, size_t> known;  // (device, blocks, static bytes)
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  const std::lock_guard<std::mutex> hold(lock);
+  const auto key = std::make_tuple(dev, blocks, static_bytes);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int per_sm = 0, reserved = 0;
+  size_t need = 0;
+  if (cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev) == cudaSuccess &&
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev) == cudaSuccess) {
+    const int64_t n = int64_t{per_sm} / (blocks + 1) + 1 - reserved - static_cast<int64_t>(static_bytes);
+    if (n > 0) need = static_cast<size_t>(n);
+  }
+  known.emplace(key, need);
+  return need;
+}
+
 std::string launch_l2_flush(const void* buffer, size_t chunks, uint32_t* sink) {
   flush_kernel<<<1024, 256>>>(static_cast<const uint4*>(buffer), chunks, sink);
   return queued("the L2 flush");

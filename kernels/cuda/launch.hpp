@@ -3,6 +3,7 @@
 // string or what went wrong. Without `wait` the work is queued on the default stream (the benchmarks).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -46,6 +47,12 @@ class StreamHold {
   uint32_t* host_ = nullptr;    // [0]: released, [1]: timed out; pinned and mapped
   uint32_t* device_ = nullptr;  // the same words as the device sees them
 };
+
+// Shared memory a block must take (its dynamic shared memory, with `static_bytes` of static shared
+// memory beside it) so that at most `blocks` of it fit on a multiprocessor of the current device:
+// the smallest amount at which one more no longer fits. 0 where the device's figures cannot be read.
+// Held to fewer blocks, some kernels run faster (notes/performance.md, v10 and g34).
+size_t occupancy_cap_bytes(int blocks, size_t static_bytes);
 
 // Fills n words with (random bits & and_mask) | or_mask, the same for the same seed.
 std::string launch_fill(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask);

@@ -509,14 +509,14 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // sums and counters zero and leave them so, or the second product would carry the first one's
   // partial sums (the scratch behind them, X re-laid for the stages, may hold anything). On
   // compute capability 9.0 with 132 multiprocessors (H100, H200), where blocks have few units each
-  // the tiles are split evenly among blocks, which meet in slots of the workspace (4096 x 4096 at 9
-  // rows, 8192 x 8192 and 5120 x 5120 at 1) or where the last block of each tile to arrive settles
-  // it (4096 x 4096 at 1, 12 and 16 rows, 5120 x 5120 at 16 in runs of 2 and 3 units), or
-  // each block takes a whole tile and writes its outputs itself (28672 x 2048 at 1 and 4 rows);
-  // with more, the runs of a persistent grid cross tiles and their parts of a tile meet in slots
-  // (8192 x 8192 at 9 to 16 rows, 8192 x 11008 at 1, 16384 x 4096 at 8 and 32) or a second kernel
-  // settles them all (8192 x 8192 from 24 rows). 8192 x 8192 from 12 rows and both square shapes
-  // from 17 re-lay X first.
+  // the tiles are split evenly among blocks, which meet in slots of the workspace (4096 x 4096 at 1
+  // and 9 rows, 5120 x 5120 at 1) or where the last block of each tile to arrive settles it
+  // (4096 x 4096 at 12 and 16 rows, 5120 x 5120 at 16 in runs of 2 and 3 units), or each block
+  // takes a whole tile and writes its outputs itself (16384 x 2048 at 1 and 4 rows); with more, the
+  // runs of a persistent grid cross tiles and their parts of a tile meet in slots (8192 x 8192 at 1
+  // and 9 to 16 rows, 8192 x 11008 at 1, 28672 x 2048 at 1 and 4, 16384 x 4096 at 8 and 32) or a
+  // second kernel settles them all (8192 x 8192 from 24 rows). 8192 x 8192 from 12 rows and both
+  // square shapes from 17 re-lay X first.
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -535,6 +535,7 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
                       {8192, 11008, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 32}},
                       {5120, 5120, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 16}},
                       {28672, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
+                      {16384, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
                       {16384, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {8, 32}}};
   for (const Run& run : runs) {
     const int64_t n = run.n, k = run.k;
