@@ -347,10 +347,10 @@ __device__ __forceinline__ void apply_scales(uint16_t s0, uint16_t s1, GroupSums
   }
 }
 
-// The same with one set of sums (from four token tiles, whose independent tiles keep the tensor
-// cores busy): one FFMA per output. The sums are not cleared here: the caller starts the next group
-// from zero where it knows the group's first step at compile time, so that the first mma adds to
-// zero registers instead of the sums being cleared by moves.
+// The same where the caller knows the group's ends at compile time: one FFMA per output from one set
+// of sums (four token tiles, whose independent tiles keep the tensor cores busy), an FADD and an FFMA
+// from two (one and two token tiles). The sums are not cleared here: the caller starts the next group
+// from zero, so that its first mma adds to zero registers instead of the sums being cleared by moves.
 template <int NT, int SETS>
 __device__ __forceinline__ void fold_scales(uint16_t s0, uint16_t s1, const GroupSums<NT, SETS>& grp,
                                             float (&acc)[NT][4]) {
@@ -1082,9 +1082,10 @@ bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t wor
 }
 
 // Blocks a multiprocessor of the copy-engine form with one token tile (1-8 rows of X): registers
-// and shared memory let four fit; held to three (by unused shared memory), every form ran faster
-// on the H100 (W4A16 g128, M = 1 to 8): the large shapes 1.02-1.04x, 8192x8192 1.03-1.06x, and
-// 4096x4096 1.11-1.15x, whose tiles then split in fewer blocks (notes/performance.md, g34).
+// and shared memory let four fit; held to three (by unused shared memory), every shape measured ran
+// faster on the H100 (W4A16 g128, M = 1, 4, 8): 28672x8192 and 8192x28672 1.04-1.06x, 8192x8192
+// 1.05-1.08x, 4096x4096 1.12-1.17x, whose tiles then split among fewer blocks; two were slower on
+// 28672x8192 (notes/performance.md, g34).
 constexpr int kOneTileBlocksPerSm = 3;
 
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS, int STEPS>
