@@ -335,9 +335,13 @@ TEST_CASE("gemv split: the persistent runs' parts of a tile meet in distinct slo
   }
   CHECK(walked > 0);
   CHECK(refused > 0);
-  // The shapes measured (132 multiprocessors, 4 blocks a multiprocessor of one token tile).
-  CHECK(gemv::run_slot_others(7168, 528, 16, 28672, 1) == 2);   // 28672x8192, M = 1
-  CHECK(gemv::run_slot_others(7168, 528, 56, 8192, 1) == 5);    // 8192x28672, M = 1
+  // The shapes measured (132 multiprocessors). One token tile: 3 blocks a multiprocessor, as the
+  // launcher holds it now (kOneTileBlocksPerSm), and 4, as it ran before.
+  CHECK(gemv::run_slot_others(7168, 396, 16, 28672, 1) == 1);   // 28672x8192, M = 1
+  CHECK(gemv::run_slot_others(7168, 396, 56, 8192, 1) == 4);    // 8192x28672, M = 1
+  CHECK(gemv::run_slot_others(2048, 396, 16, 8192, 1) == 3);    // 8192x8192, M = 1
+  CHECK(gemv::run_slot_others(7168, 528, 16, 28672, 1) == 2);   // 28672x8192, M = 1, 4 blocks
+  CHECK(gemv::run_slot_others(7168, 528, 56, 8192, 1) == 5);    // 8192x28672, M = 1, 4 blocks
   CHECK(gemv::run_slot_others(3584, 264, 16, 28672, 32) == 2);  // 28672x8192, M = 32: 32 reads
   CHECK(gemv::run_slot_others(2048, 264, 16, 8192, 32) == 0);   // 8192x8192, M = 32: 48 reads
   CHECK(gemv::run_slot_others(7168, 528, 16, 28672, 64) == 0);  // 64 reads

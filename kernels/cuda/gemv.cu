@@ -811,7 +811,8 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
   const int w0_off = (c0 / S::I) * B::kRunWords + S::V * (c0 % S::I);
   const int w1_off = (c1 / S::I) * B::kRunWords + S::V * (c1 % S::I);
   float acc[NT][4] = {};
-  constexpr int kSets = SPG < 0 || NT < 4 ? 2 : 1;
+  static_assert(SPG >= 0 || NT < 4, "four and eight token tiles know their groups' ends (bulk_spg)");
+  constexpr int kSets = NT < 4 ? 2 : 1;
   GroupSums<NT, kSets> grp;
   int run_begin = u_begin, buf = 0;
   unsigned parity = 0;

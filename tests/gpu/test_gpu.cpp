@@ -139,6 +139,19 @@ std::unique_ptr<Backend> open_gpu() {
   return gpu;
 }
 
+// A quantized matrix's words and scales on the device, and the weights that name them (the
+// mixed-GEMM layout's; the other formats' arrays stay on the host).
+struct DeviceWeights {
+  DeviceArray<uint32_t> q;
+  DeviceArray<uint16_t> scales;
+  gemv::Weights w;
+
+  explicit DeviceWeights(const QuantizedMatrix& m) : q(m.qwords), scales(m.scales), w(weights_of(m)) {
+    w.q = q.get();
+    w.scales = scales.get();
+  }
+};
+
 // One GEMV request on the device: X, the bias, Y and a zeroed workspace, and the launch that uses
 // them on the device `prop` names.
 struct DeviceGemv {
@@ -483,11 +496,8 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   const int64_t n = 4096, k = 4096;
   const Tensor w = random_matrix(Distribution::Normal, 11, n, k);
   const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
-  const DeviceArray<uint32_t> dq(q.qwords);
-  const DeviceArray<uint16_t> ds(q.scales);
-  gemv::Weights dw = weights_of(q);
-  dw.q = dq.get();
-  dw.scales = ds.get();
+  const DeviceWeights dev(q);
+  const gemv::Weights& dw = dev.w;
   for (const int sms : {prop.multiProcessorCount, 8}) {
     for (const int64_t m : {8, 1, 8, 16, 9, 16, 2, 8}) {
       CAPTURE(sms);
@@ -541,11 +551,8 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
     const int64_t n = run.n, k = run.k;
     const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
     const QuantizedMatrix q = cpu->quantize(w, run.spec);
-    const DeviceArray<uint32_t> dq(q.qwords);
-    const DeviceArray<uint16_t> ds(q.scales);
-    gemv::Weights dw = weights_of(q);
-    dw.q = dq.get();
-    dw.scales = ds.get();
+    const DeviceWeights dev(q);
+    const gemv::Weights& dw = dev.w;
     for (int64_t m : run.ms) {
       CAPTURE(n);
       CAPTURE(k);
@@ -580,11 +587,8 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
   const int64_t n = 5120, k = 5120;
   const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 8, n, k),
                                           {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
-  const DeviceArray<uint32_t> dq(q.qwords);
-  const DeviceArray<uint16_t> ds(q.scales);
-  gemv::Weights dw = weights_of(q);
-  dw.q = dq.get();
-  dw.scales = ds.get();
+  const DeviceWeights dev(q);
+  const gemv::Weights& dw = dev.w;
   for (int64_t m : {1, 4}) {
     CAPTURE(m);
     GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 70 + m);
