@@ -578,7 +578,7 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
   // Where the blocks of a split tile meet in slots of the workspace, a zero there means "not stored
   // yet" (stored values are encoded), so a partial sum that is NaN must reach the outputs and must
   // neither hold the tile's last block waiting nor stay behind. On 132 multiprocessors 5120 x 5120
-  // at 1 and 4 rows meets in slots, 5 blocks a tile; the NaN sits in the first block's run.
+  // at 1 and 4 rows meets in slots, 4 blocks a tile; the NaN sits in the first block's run.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
