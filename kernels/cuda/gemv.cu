@@ -633,6 +633,26 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
+// Waits until none of the slot values `v` is zero ("not stored yet"), reading again, by load(q),
+// only those still zero; traps if a slot stays empty for kSlotTimeoutNs.
+template <int N, class Load>
+__device__ __forceinline__ void wait_for_slots(uint32_t (&v)[N], Load load) {
+  unsigned long long since = 0;
+  for (;;) {
+    bool waiting = false;
+#pragma unroll
+    for (int q = 0; q < N; ++q) waiting |= v[q] == 0u;
+    if (!waiting) return;
+    const unsigned long long now = global_ns();
+    if (since == 0) since = now;
+    if (now - since > kSlotTimeoutNs) __trap();  // a block of the tile never stored its sums
+#pragma unroll
+    for (int q = 0; q < N; ++q) {
+      if (v[q] == 0u) v[q] = load(q);
+    }
+  }
+}
+
 // Called by every thread of the block at the end of its run in `tile`; `each(fn)` calls fn(tok, ch,
 // value) for the thread's outputs; `scratch`: 64 * M floats of shared memory no copy is writing.
 // mine >= 0: the block stores its sums in slot `mine` and returns; else it is the tile's settler and
@@ -673,20 +693,7 @@ __device__ __forceinline__ void meet_in_slots(const BulkArgs& a, int64_t tile, i
       v[q] = base + q < total ? slot_load(slot0 + at[q]) : kSlotMark;
       if (++k == others) k = 0, o += kThreads;
     }
-    unsigned long long since = 0;
-    for (;;) {
-      bool waiting = false;
-#pragma unroll
-      for (int q = 0; q < kSlotLoads; ++q) waiting |= v[q] == 0u;
-      if (!waiting) break;
-      const unsigned long long now = global_ns();
-      if (since == 0) since = now;
-      if (now - since > kSlotTimeoutNs) __trap();  // a block of the tile never stored its sums
-#pragma unroll
-      for (int q = 0; q < kSlotLoads; ++q) {
-        if (v[q] == 0u) v[q] = slot_load(slot0 + at[q]);
-      }
-    }
+    wait_for_slots(v, [&](int q) { return slot_load(slot0 + at[q]); });
 #pragma unroll
     for (int q = 0; q < kSlotLoads; ++q) {
       if (base + q >= total) break;
@@ -705,49 +712,30 @@ __device__ __forceinline__ void meet_in_slots(const BulkArgs& a, int64_t tile, i
 // gemv::kLaneOthers other runs: each lane reads the slots of its own outputs (all its reads issued
 // together), adds them to its sums in slot order, clears them and writes its outputs. No shared
 // memory and no block barrier; the sums are added in the order meet_in_slots adds them.
-using gemv::kLaneOthers;
 template <OutType T>
 __device__ __forceinline__ void settle_in_lanes(const BulkArgs& a, int others, int64_t tok0, int64_t ch0,
                                                 int64_t ch1, const float (&acc)[1][4]) {
+  constexpr int K = gemv::kLaneOthers;
   const int64_t slot_pitch = a.m * a.n;
-  uint32_t v[4][kLaneOthers];
+  uint32_t v[4 * K];  // output idx's slot k at idx * K + k
   float* at[4];
   int idx = 0;
   lane_outputs<1>(tok0, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float) {
     at[idx] = a.sums + ch * a.m + tok;
 #pragma unroll
-    for (int k = 0; k < kLaneOthers; ++k)
-      v[idx][k] = tok < a.m && k < others ? slot_load(at[idx] + k * slot_pitch) : kSlotMark;
+    for (int k = 0; k < K; ++k)
+      v[idx * K + k] = tok < a.m && k < others ? slot_load(at[idx] + k * slot_pitch) : kSlotMark;
     ++idx;
   });
-  unsigned long long since = 0;
-  for (;;) {
-    bool waiting = false;
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-#pragma unroll
-      for (int k = 0; k < kLaneOthers; ++k) waiting |= v[q][k] == 0u;
-    }
-    if (!waiting) break;
-    const unsigned long long now = global_ns();
-    if (since == 0) since = now;
-    if (now - since > kSlotTimeoutNs) __trap();  // a block of the tile never stored its sums
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-#pragma unroll
-      for (int k = 0; k < kLaneOthers; ++k) {
-        if (v[q][k] == 0u) v[q][k] = slot_load(at[q] + k * slot_pitch);
-      }
-    }
-  }
+  wait_for_slots(v, [&](int q) { return slot_load(at[q / K] + (q % K) * slot_pitch); });
   idx = 0;
   lane_outputs<1>(tok0, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float own) {
     if (tok < a.m) {
       float sum = own;
 #pragma unroll
-      for (int k = 0; k < kLaneOthers; ++k) {
+      for (int k = 0; k < K; ++k) {
         if (k < others) {
-          sum += __uint_as_float(v[idx][k] ^ kSlotMark);
+          sum += __uint_as_float(v[idx * K + k] ^ kSlotMark);
           __stcg(at[idx] + k * slot_pitch, 0.0f);
         }
       }
@@ -958,7 +946,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
             const int others = holder(t_lo + per_tile - 1) - static_cast<int>(vb);
             bool settled = false;
             if constexpr (NT == 1) {
-              settled = others <= kLaneOthers;
+              settled = others <= gemv::kLaneOthers;
               if (settled) settle_in_lanes<T>(a, others, 2 * r, ch0, ch1, acc);
             }
             if (!settled) meet_in_slots<T>(a, tile, -1, others, scratch, each);

@@ -527,9 +527,9 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // and 9 to 16 rows, 8192 x 11008 at 1, 28672 x 2048 at 1 and 4, 16384 x 4096 at 8 and 32) or a
   // second kernel settles them all (8192 x 8192 from 24 rows). 8192 x 8192 from 12 rows and both
   // square shapes from 17 re-lay X first. At one token tile (up to 8 rows) a persistent run's
-  // settler waiting for at most four others adds their slots in its lanes (8192 x 8192 at 1 row,
-  // four others; 16384 x 4096 at 8, two; bf16 outputs too), and with more it meets them through
-  // shared memory (4096 x 28672 at 1 and 8 rows, seven others).
+  // settler waiting for at most four others adds their slots in its lanes (8192 x 8192 at 1 and 8
+  // rows, three others, fp16 and bf16 outputs; 16384 x 4096 at 8, two), and with more it meets them
+  // through shared memory (4096 x 28672 at 1 and 8 rows, seven others).
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
