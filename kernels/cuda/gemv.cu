@@ -1346,6 +1346,303 @@ std::string launch_ft_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
                                    : launch_ft_nt<BITS, WPT, OutType::BF16, NAIVE>(L, ws, wait);
 }
 
+// ---- the wide GEMM: many rows of X --------------------------------------------------------------
+//
+// From 65 or 129 rows of int4 (wide_takes) the GEMV forms above would read the weights once per 64 rows and
+// their 64-channel tiles read X once per 64 channels. Here a block of 8 warps owns BM rows of X
+// (64 or 128) by 128 channels for a run of K, so a weight dequantized once serves BM rows and a row
+// of X staged once serves 128 channels. The roles turn: X is the A operand of mma.m16n8k16 (rows
+// are tokens, read from shared memory by ldmatrix) and the weights the B operand. The mixed-GEMM
+// layout makes that free: in a channel's 64-row tile lane r takes words r and 4 + r, and their
+// pairs in element order are, one after another, the B registers of lane r in the tile's four k16
+// chunks with k in natural order (word 4h + r, pair p holds k = 32h + 2r + 8p and 32h + 2r + 8p + 1),
+// so X is staged as it lies. Warp (wm, wn) = (warp / 4, warp % 4) owns BM / 2 rows by 32 channels
+// (4 tiles of 8). As in the forms above, a group's fp32 sums meet their scales once per output.
+//
+// A ring of kWideStages stages, filled by cp.async (16 bytes a copy, sm_80 and newer), holds per 64
+// rows of K: X (BM rows of 128 bytes, the 16-byte pieces of row i at piece ^ (i % 8), so that
+// ldmatrix's eight rows fall in distinct banks), the weights (128 channels of 32 bytes, the halves
+// of channel c swapped where bit 2 of c is set: lanes g and g + 4 read distinct banks) and the
+// scale row of the group. Where the tiles are fewer than the multiprocessors, K is cut into runs
+// (the grid is tiles x parts) whose partial sums meet in the workspace (finish_tile).
+constexpr int kWideWarps = 8;
+constexpr int kWideChannels = 128;
+constexpr int kWideStages = 4;
+
+template <int BM>
+struct WideShape {
+  static constexpr int kXBytes = BM * 128;  // BM rows of 64 halves
+  static constexpr int kWBytes = kWideChannels * 32;
+  static constexpr int kSBytes = kWideChannels * 2;
+  static constexpr int kStageBytes = kXBytes + kWBytes + kSBytes;
+  static constexpr int kSmem = kWideStages * kStageBytes;
+  static constexpr int MT = BM / 32;  // tiles of 16 rows a warp
+};
+
+struct WideArgs : FtIo {
+  int parts;  // runs of K a tile
+};
+
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool in) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(in ? 16 : 0)
+               : "memory");
+#endif
+}
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+#endif
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t p) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(p));
+#endif
+}
+
+// mma_16816 without `volatile`: the products depend on registers only, so the compiler may
+// interleave them with the dequant of the next words.
+template <OutType T>
+__device__ __forceinline__ void wide_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+  if constexpr (T == OutType::F16) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+#endif
+}
+
+template <OutType T, bool NAIVE, int BM>
+__global__ void __launch_bounds__(kWideWarps * 32, BM == 64 ? 2 : 1) wide_kernel(WideArgs a) {
+#if __CUDA_ARCH__ >= 800
+  using S = WideShape<BM>;
+  constexpr int MT = S::MT;
+  extern __shared__ __align__(128) unsigned char ring[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, r = lane % 4;
+  const int wm = warp / 4, wn = warp % 4;
+  const int64_t tiles_n = a.n / kWideChannels;
+  const int part = static_cast<int>(blockIdx.x % a.parts);
+  const int64_t tile = blockIdx.x / a.parts;
+  const int64_t tok0 = (tile / tiles_n) * BM, ch0 = (tile % tiles_n) * kWideChannels;
+  const int ktiles = static_cast<int>(a.k / 64);
+  const int kt0 = ktiles * part / a.parts, count = ktiles * (part + 1) / a.parts - kt0;
+  const int64_t wptc = a.k / 2;  // words of a column group (4 channels)
+  const int tpg = a.group / 64;  // 64-row tiles a group
+
+  // What a thread copies, worked out once: its rows of X (BM / 32 pieces of 16 bytes), one piece of
+  // the weights (32 column groups of 128 bytes), and for 16 threads a piece of the scale row.
+  constexpr int XN = BM * 8 / (kWideWarps * 32);
+  const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  const int xrow = tid / 8, xc = tid % 8;
+  const uint16_t* xsrc[XN];
+  bool xin[XN];
+#pragma unroll
+  for (int n = 0; n < XN; ++n) {
+    const int64_t t = tok0 + xrow + 32 * n;
+    xin[n] = t < a.m;
+    xsrc[n] = a.x + (xin[n] ? t : 0) * a.k + xc * 8;
+  }
+  const uint32_t xdst = xrow * 128 + (xc ^ (xrow % 8)) * 16;  // + 4096 n: rows 32 n apart
+  const int wc = 4 * (tid / 8) + xc / 2;
+  const uint32_t* wsrc = a.q + (ch0 / 4 + tid / 8) * wptc + xc * 4;
+  const uint32_t wdst = S::kXBytes + wc * 32 + ((xc % 2) ^ ((wc >> 2) & 1)) * 16;
+  const uint16_t* ssrc = a.scales + ch0 + tid * 8;
+  const uint32_t sdst = S::kXBytes + S::kWBytes + tid * 16;
+  const auto load = [&](int stage, int kt) {
+    const uint32_t st = ring_s + stage * S::kStageBytes;
+#pragma unroll
+    for (int n = 0; n < XN; ++n) cp_async16(st + xdst + 4096 * n, xsrc[n] + kt * 64, xin[n]);
+    cp_async16(st + wdst, wsrc + kt * 32, true);
+    if (tid < kWideChannels / 8) cp_async16(st + sdst, ssrc + (kt / tpg) * a.n, true);
+  };
+  // What a thread reads of a stage: A registers by ldmatrix (row lane % 16 of its 16-row tiles, piece
+  // 2c + lane / 16 of chunk c, swizzled), its weight words and its scales.
+  const uint32_t xoff = (wm * (BM / 2) + lane % 16) * 128;
+  uint32_t pc[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) pc[c] = (((2 * c) | (lane / 16)) ^ (lane % 8)) * 16;
+  const int wsw = (g >> 2) & 1;
+  const int woff0 = S::kXBytes + ((wn * 32 + g) * 8 + wsw * 4 + r) * 4;
+  const int woff1 = S::kXBytes + ((wn * 32 + g) * 8 + (wsw ^ 1) * 4 + r) * 4;
+  const int soff = S::kXBytes + S::kWBytes + wn * 64 + r * 4;
+
+#pragma unroll
+  for (int s = 0; s < kWideStages - 1; ++s) {
+    if (s < count) load(s, kt0 + s);
+    cp_async_commit();
+  }
+  float acc[MT][4][4] = {};
+  float grp[MT][4][4] = {};
+  int in_group = kt0 % tpg;  // 64-row tiles of the current group already added
+  for (int i = 0; i < count; ++i) {
+    cp_async_wait<kWideStages - 2>();
+    __syncthreads();  // stage i has landed for every thread; every warp is done with stage i - 1
+    if (i + kWideStages - 1 < count) load((i + kWideStages - 1) % kWideStages, kt0 + i + kWideStages - 1);
+    cp_async_commit();
+    const int stage_off = (i % kWideStages) * S::kStageBytes;
+    const unsigned char* st = ring + stage_off;
+    uint32_t words[4][2];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      words[j][0] = *reinterpret_cast<const uint32_t*>(st + woff0 + 256 * j);
+      words[j][1] = *reinterpret_cast<const uint32_t*>(st + woff1 + 256 * j);
+    }
+    // The A registers of chunk c + 1 are read while chunk c's products issue.
+    const auto read_x = [&](uint32_t(&af)[MT][4], int c) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) ldmatrix_x4(af[mt], ring_s + stage_off + xoff + 2048 * mt + pc[c]);
+    };
+    uint32_t af[2][MT][4];
+    read_x(af[0], 0);
+    uint32_t b[4][4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      if (c + 1 < 4) read_x(af[(c + 1) % 2], c + 1);
+      if (c % 2 == 0) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) gemv::ft_word_pairs<NAIVE>(4, T, words[j][c / 2], b[j]);
+      }
+      const int cc = c % 2;
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const uint32_t(&x)[4] = af[c % 2][mt];
+          wide_mma<T>(grp[mt][j], x[0], x[1], x[2], x[3], b[j][2 * cc], b[j][2 * cc + 1]);
+        }
+      }
+    }
+    if (++in_group == tpg || i == count - 1) {
+      in_group = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t s = *reinterpret_cast<const uint32_t*>(st + soff + 16 * j);  // channels 8j + 2r, + 1
+        const float f0 = quant::half_to_f32(static_cast<uint16_t>(s & 0xFFFFu));
+        const float f1 = quant::half_to_f32(static_cast<uint16_t>(s >> 16));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          acc[mt][j][0] = fmaf(f0, grp[mt][j][0], acc[mt][j][0]);
+          acc[mt][j][1] = fmaf(f1, grp[mt][j][1], acc[mt][j][1]);
+          acc[mt][j][2] = fmaf(f0, grp[mt][j][2], acc[mt][j][2]);
+          acc[mt][j][3] = fmaf(f1, grp[mt][j][3], acc[mt][j][3]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) grp[mt][j][e] = 0.0f;
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+  const int64_t tok_w = tok0 + wm * (BM / 2) + g, ch_w = ch0 + wn * 32 + 2 * r;
+  const auto at = [&](int mt, int j, int e) {
+    return (tok_w + 16 * mt + 8 * (e / 2)) * a.n + ch_w + 8 * j + e % 2;
+  };
+  const auto live = [&](int mt, int e) { return tok_w + 16 * mt + 8 * (e / 2) < a.m; };
+  bool last = a.parts == 1;
+  if (!last) {
+    // Every run adds its sums into the [M, N] workspace; the last of a tile's runs to arrive reads
+    // them all (every load issued before the first store), clears them and writes the outputs.
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (live(mt, e)) atomicAdd(a.sums + at(mt, j, e), acc[mt][j][e]);
+    __threadfence();
+    __syncthreads();
+    __shared__ int arrived_last;
+    if (tid == 0) {
+      const unsigned before = atomicAdd(a.counters + tile, 1u);
+      arrived_last = before + 1 == static_cast<unsigned>(a.parts);
+      if (arrived_last) a.counters[tile] = 0u;
+    }
+    __syncthreads();
+    last = arrived_last;
+    if (!last) return;
+    __threadfence();
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mt][j][e] = live(mt, e) ? __ldcg(a.sums + at(mt, j, e)) : 0.0f;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (live(mt, e)) a.sums[at(mt, j, e)] = 0.0f;
+  }
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        write_out<T>(a.out, tok_w + 16 * mt + 8 * (e / 2), ch_w + 8 * j + e % 2, acc[mt][j][e]);
+#else
+  __trap();  // cp.async and ldmatrix need sm_80; the launcher refuses before this
+#endif
+}
+
+// The wide GEMM applies to int4 on compute capability 8.0 and newer, with whole 128-channel tiles
+// and groups of whole 64-row tiles.
+bool wide_fits(const GemvLaunch& L) {
+  return L.cc >= 80 && L.w.scheme == quant::Scheme::Int4Sym && L.w.n % kWideChannels == 0 &&
+         L.w.k % 64 == 0 && L.w.group % 64 == 0;
+}
+
+template <OutType T, bool NAIVE, int BM>
+std::string launch_wide_bm(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  using S = WideShape<BM>;
+  static std::once_flag raised;
+  std::call_once(raised, [] {
+    cudaFuncSetAttribute(wide_kernel<T, NAIVE, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
+  });
+  WideArgs a{ft_io(L, ws), 1};
+  const int64_t tiles = (a.m + BM - 1) / BM * (a.n / kWideChannels), ktiles = a.k / 64;
+  // Fewer tiles than multiprocessors: K in runs, as many as fill the device, each at least 8 tiles of 64
+  // rows.
+  if (tiles < L.sms) a.parts = static_cast<int>(std::max<int64_t>(1, std::min(L.sms / tiles, ktiles / 8)));
+  wide_kernel<T, NAIVE, BM><<<static_cast<unsigned>(tiles * a.parts), kWideWarps * 32, S::kSmem>>>(a);
+  return status("the wide GEMM kernel", wait);
+}
+
+// Where it takes over from the forms above: from 129 rows of X, and from 65 where one wave of two
+// blocks a multiprocessor holds every tile. H100, against the passes of 64 rows: 1.09-1.89x at 256
+// rows (28672x8192, 8192x8192, 4096x4096), 1.15-1.18x at 128 on 8192x8192 and 4096x4096, but 0.95x
+// on 28672x8192 (448 tiles: 1.7 waves), and 0.80-0.93x at 64 rows (notes/performance.md, w1).
+bool wide_takes(const GemvLaunch& L) {
+  const int64_t tiles = (L.p.m + 63) / 64 * (L.w.n / kWideChannels);
+  return wide_fits(L) && (L.p.m > 128 || (L.p.m > 64 && tiles <= 2 * int64_t{L.sms}));
+}
+
+// Blocks of 64 rows (two a multiprocessor): against blocks of 128 (one), 0.93-1.32x on the shapes above
+// at 128 and 256 rows, slower at 256 rows of 8192x8192 (0.93x) and 128 of 28672x8192 (0.95x)
+// (notes/performance.md, w1). The kernel takes 128-row blocks too; none are launched.
+template <bool NAIVE>
+std::string launch_wide(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  return L.p.dtype == OutType::F16 ? launch_wide_bm<OutType::F16, NAIVE, 64>(L, ws, wait)
+                                   : launch_wide_bm<OutType::BF16, NAIVE, 64>(L, ws, wait);
+}
+
 // int4 takes steps of 4 words a lane where the group allows (a multiple of 128), else of 2. Up to
 // 8 rows, where the copy-engine form of 4-word steps does not fit but that of 2-word steps does
 // (K a multiple of 256, their units, but not of 512, the 4-word ones': K = 11008, for one), the
@@ -1354,6 +1651,7 @@ std::string launch_ft_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // whatever the group, in units of 256 rows of K where 512 do not divide it (launch_ft_nt).
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  if (wide_takes(L)) return launch_wide<NAIVE>(L, ws, wait);
   if (L.w.scheme == quant::Scheme::Int8Sym) return launch_ft_t<8, 4, NAIVE>(L, ws, wait);
   const bool only_two_words_fit = L.p.m <= 8 && !bulk_fits<4, 4, 1>(L) && bulk_fits<4, 2, 1>(L);
   if (L.w.group % 128 == 0 && !only_two_words_fit) return launch_ft_t<4, 4, NAIVE>(L, ws, wait);

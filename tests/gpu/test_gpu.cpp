@@ -529,7 +529,9 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // square shapes from 17 re-lay X first. At one token tile (up to 8 rows) a persistent run's
   // settler waiting for at most four others adds their slots in its lanes (8192 x 8192 at 1 and 8
   // rows, three others, fp16 and bf16 outputs; 16384 x 4096 at 8, two), and with more it meets them
-  // through shared memory (4096 x 28672 at 1 and 8 rows, seven others).
+  // through shared memory (4096 x 28672 at 1 and 8 rows, seven others). The wide GEMM (from 65 rows)
+  // cuts K into two runs that meet in the workspace at 4096 x 4096 with 72 rows (64 tiles), fp16
+  // and bf16, and gives each block the whole K at 200 rows (128 tiles).
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -552,7 +554,9 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
                       {16384, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
                       {16384, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {8, 32}},
                       {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}, OutType::BF16},
-                      {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}}};
+                      {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}},
+                      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}},
+                      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16}};
   for (const Run& run : runs) {
     const int64_t n = run.n, k = run.k;
     const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
@@ -652,7 +656,8 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
       const bool ft = c.spec.layout == Layout::Ft;
       const bool gemm = ft && c.spec.scheme == Scheme::Int4Sym && c.path == gemv::Path::Fast;
       std::vector<int64_t> ms = {1, 3, 8, 9, 16};
-      // 17-64 rows: the copy-engine form's 4 or 8 token tiles; 72 and 256: passes of 64 rows.
+      // 17-64 rows: the copy-engine form's 4 or 8 token tiles; 72 and 256: the wide GEMM (K in runs
+      // that meet in the workspace at 256 x 2048).
       if (gemm) ms.insert(ms.end(), {17, 32, 40, 64, 72, 256});
       for (OutType t : {OutType::F16, OutType::BF16}) {
         if (t == OutType::BF16 && !ft) continue;  // bf16 reads the mixed-GEMM layout
