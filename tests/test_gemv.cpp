@@ -218,6 +218,45 @@ TEST_CASE("gemv split: the fenced form's runs stay inside their tiles, even and 
   CHECK(gemv::split_tile_blocks(600, 2, 792, sms) == 792);   // more tiles than room: persistent
 }
 
+// Where the wide GEMM takes over (gemv::wide_takes) and how it cuts K (gemv::wide_runs): from 129
+// rows always, from 65 where two blocks a multiprocessor hold every tile in one wave, never up to
+// 64; K in runs only where the tiles leave multiprocessors idle, each run at least 8 tiles of K.
+TEST_CASE("gemv split: the wide GEMM's rows and runs of K") {
+  const int64_t sms = 132;
+  for (int64_t n : {128, 4096, 8192, 28672}) {
+    for (int64_t m : {1, 16, 64, 65, 72, 128, 129, 200, 256}) {
+      CAPTURE(n);
+      CAPTURE(m);
+      const int64_t tiles = gemv::wide_tiles(m, n);
+      CHECK(tiles == (m + 63) / 64 * (n / 128));
+      const bool takes = gemv::wide_takes(m, n, sms);
+      if (m <= 64) CHECK_FALSE(takes);
+      if (m > 128) CHECK(takes);
+      if (m > 64 && m <= 128) CHECK(takes == (tiles <= 2 * sms));
+      for (int64_t ktiles : {8, 20, 32, 64, 128, 448}) {
+        CAPTURE(ktiles);
+        const int64_t runs = gemv::wide_runs(tiles, ktiles, sms);
+        CHECK(runs >= 1);
+        if (tiles >= sms) CHECK(runs == 1);
+        if (runs > 1) {
+          CHECK(tiles * runs <= sms);
+          CHECK(ktiles / runs >= 8);
+          // One more run would leave a run under 8 tiles of K or more blocks than multiprocessors.
+          CHECK((tiles * (runs + 1) > sms || ktiles / (runs + 1) < 8));
+        }
+      }
+    }
+  }
+  // The measured cases (notes/performance.md, w1).
+  CHECK(gemv::wide_takes(128, 8192, sms));         // 128 tiles: one wave
+  CHECK_FALSE(gemv::wide_takes(128, 28672, sms));  // 448 tiles: 1.7 waves, the passes of 64 rows stay
+  CHECK(gemv::wide_takes(129, 28672, sms));
+  CHECK_FALSE(gemv::wide_takes(64, 4096, sms));
+  CHECK(gemv::wide_runs(gemv::wide_tiles(72, 4096), 64, sms) == 2);   // 4096x4096, 72 rows: 64 tiles
+  CHECK(gemv::wide_runs(gemv::wide_tiles(200, 4096), 64, sms) == 1);  // 128 tiles
+  CHECK(gemv::wide_runs(gemv::wide_tiles(256, 256), 32, sms) == 4);   // 256x2048: 8 tiles, K in 4 runs
+}
+
 // Where the fenced form's split tiles meet (gemv::slot_split): in slots for grids of tiles x s with
 // 2 <= s <= 5 whose last block reads at most kSlotLoads values a thread, with room in the
 // workspace; by the last block to arrive otherwise.

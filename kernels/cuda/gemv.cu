@@ -1348,25 +1348,25 @@ std::string launch_ft_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
 
 // ---- the wide GEMM: many rows of X --------------------------------------------------------------
 //
-// From 65 or 129 rows of int4 (wide_takes) the GEMV forms above would read the weights once per 64 rows and
-// their 64-channel tiles read X once per 64 channels. Here a block of 8 warps owns BM rows of X
-// (64 or 128) by 128 channels for a run of K, so a weight dequantized once serves BM rows and a row
-// of X staged once serves 128 channels. The roles turn: X is the A operand of mma.m16n8k16 (rows
-// are tokens, read from shared memory by ldmatrix) and the weights the B operand. The mixed-GEMM
-// layout makes that free: in a channel's 64-row tile lane r takes words r and 4 + r, and their
-// pairs in element order are, one after another, the B registers of lane r in the tile's four k16
-// chunks with k in natural order (word 4h + r, pair p holds k = 32h + 2r + 8p and 32h + 2r + 8p + 1),
-// so X is staged as it lies. Warp (wm, wn) = (warp / 4, warp % 4) owns BM / 2 rows by 32 channels
-// (4 tiles of 8). As in the forms above, a group's fp32 sums meet their scales once per output.
+// From 65 or 129 rows of int4 (gemv::wide_takes) the GEMV forms above would read the weights once per 64 rows
+// and their 64-channel tiles read X once per 64 channels. Here a block of 8 warps owns BM rows of X (64 or
+// 128) by 128 channels for a run of K, so a weight dequantized once serves BM rows and a row of X staged once
+// serves 128 channels. The roles turn: X is the A operand of mma.m16n8k16 (rows are tokens, read from shared
+// memory by ldmatrix) and the weights the B operand. The mixed-GEMM layout makes that free: in a channel's
+// 64-row tile lane r takes words r and 4 + r, and their pairs in element order are, one after another, the B
+// registers of lane r in the tile's four k16 chunks with k in natural order (word 4h + r, pair p holds k =
+// 32h + 2r + 8p and 32h + 2r + 8p + 1), so X is staged as it lies. Warp (wm, wn) = (warp / 4, warp % 4) owns
+// BM / 2 rows by 32 channels (4 tiles of 8). As in the forms above, a group's fp32 sums meet their scales
+// once per output.
 //
 // A ring of kWideStages stages, filled by cp.async (16 bytes a copy, sm_80 and newer), holds per 64
 // rows of K: X (BM rows of 128 bytes, the 16-byte pieces of row i at piece ^ (i % 8), so that
 // ldmatrix's eight rows fall in distinct banks), the weights (128 channels of 32 bytes, the halves
 // of channel c swapped where bit 2 of c is set: lanes g and g + 4 read distinct banks) and the
 // scale row of the group. Where the tiles are fewer than the multiprocessors, K is cut into runs
-// (the grid is tiles x parts) whose partial sums meet in the workspace (finish_tile).
+// (the grid is tiles x parts, gemv::wide_runs) whose partial sums meet in the workspace.
 constexpr int kWideWarps = 8;
-constexpr int kWideChannels = 128;
+constexpr int kWideChannels = static_cast<int>(gemv::kWideChannels);
 constexpr int kWideStages = 4;
 
 template <int BM>
@@ -1617,21 +1617,10 @@ std::string launch_wide_bm(const GemvLaunch& L, const Workspace& ws, bool wait) 
     cudaFuncSetAttribute(wide_kernel<T, NAIVE, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
   });
   WideArgs a{ft_io(L, ws), 1};
-  const int64_t tiles = (a.m + BM - 1) / BM * (a.n / kWideChannels), ktiles = a.k / 64;
-  // Fewer tiles than multiprocessors: K in runs, as many as fill the device, each at least 8 tiles of 64
-  // rows.
-  if (tiles < L.sms) a.parts = static_cast<int>(std::max<int64_t>(1, std::min(L.sms / tiles, ktiles / 8)));
+  const int64_t tiles = (a.m + BM - 1) / BM * (a.n / kWideChannels);
+  a.parts = static_cast<int>(gemv::wide_runs(tiles, a.k / 64, L.sms));
   wide_kernel<T, NAIVE, BM><<<static_cast<unsigned>(tiles * a.parts), kWideWarps * 32, S::kSmem>>>(a);
   return status("the wide GEMM kernel", wait);
-}
-
-// Where it takes over from the forms above: from 129 rows of X, and from 65 where one wave of two
-// blocks a multiprocessor holds every tile. H100, against the passes of 64 rows: 1.09-1.89x at 256
-// rows (28672x8192, 8192x8192, 4096x4096), 1.15-1.18x at 128 on 8192x8192 and 4096x4096, but 0.95x
-// on 28672x8192 (448 tiles: 1.7 waves), and 0.80-0.93x at 64 rows (notes/performance.md, w1).
-bool wide_takes(const GemvLaunch& L) {
-  const int64_t tiles = (L.p.m + 63) / 64 * (L.w.n / kWideChannels);
-  return wide_fits(L) && (L.p.m > 128 || (L.p.m > 64 && tiles <= 2 * int64_t{L.sms}));
 }
 
 // Blocks of 64 rows (two a multiprocessor): against blocks of 128 (one), 0.93-1.32x on the shapes above
@@ -1639,8 +1628,9 @@ bool wide_takes(const GemvLaunch& L) {
 // (notes/performance.md, w1). The kernel takes 128-row blocks too; none are launched.
 template <bool NAIVE>
 std::string launch_wide(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  return L.p.dtype == OutType::F16 ? launch_wide_bm<OutType::F16, NAIVE, 64>(L, ws, wait)
-                                   : launch_wide_bm<OutType::BF16, NAIVE, 64>(L, ws, wait);
+  constexpr int kRows = static_cast<int>(gemv::kWideRows);
+  return L.p.dtype == OutType::F16 ? launch_wide_bm<OutType::F16, NAIVE, kRows>(L, ws, wait)
+                                   : launch_wide_bm<OutType::BF16, NAIVE, kRows>(L, ws, wait);
 }
 
 // int4 takes steps of 4 words a lane where the group allows (a multiple of 128), else of 2. Up to
@@ -1651,7 +1641,7 @@ std::string launch_wide(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // whatever the group, in units of 256 rows of K where 512 do not divide it (launch_ft_nt).
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  if (wide_takes(L)) return launch_wide<NAIVE>(L, ws, wait);
+  if (wide_fits(L) && gemv::wide_takes(L.p.m, L.w.n, L.sms)) return launch_wide<NAIVE>(L, ws, wait);
   if (L.w.scheme == quant::Scheme::Int8Sym) return launch_ft_t<8, 4, NAIVE>(L, ws, wait);
   const bool only_two_words_fit = L.p.m <= 8 && !bulk_fits<4, 4, 1>(L) && bulk_fits<4, 2, 1>(L);
   if (L.w.group % 128 == 0 && !only_two_words_fit) return launch_ft_t<4, 4, NAIVE>(L, ws, wait);

@@ -79,4 +79,29 @@ inline int64_t run_slot_others(int64_t units, int64_t blocks, int64_t per_tile, 
 // (notes/performance.md, l1).
 constexpr int kLaneOthers = 4;
 
+// ---- the wide GEMM (wide_kernel): blocks of kWideRows rows of X by kWideChannels channels ----
+
+constexpr int64_t kWideRows = 64;
+constexpr int64_t kWideChannels = 128;
+
+// Its tiles for M rows of X and N channels (N a multiple of kWideChannels).
+inline int64_t wide_tiles(int64_t m, int64_t n) {
+  return (m + kWideRows - 1) / kWideRows * (n / kWideChannels);
+}
+
+// Where it takes over from the GEMV forms: from 129 rows of X, and from 65 where one wave of two
+// blocks a multiprocessor holds every tile. H100, against the passes of 64 rows: 1.09-1.89x at 256
+// rows (28672x8192, 8192x8192, 4096x4096), 1.15-1.18x at 128 on 8192x8192 and 4096x4096, but 0.95x
+// on 28672x8192 (448 tiles: 1.7 waves), and 0.80-0.93x at 64 rows (notes/performance.md, w1).
+inline bool wide_takes(int64_t m, int64_t n, int64_t sms) {
+  return m > 2 * kWideRows || (m > kWideRows && wide_tiles(m, n) <= 2 * sms);
+}
+
+// Runs of K a tile (the grid is tiles x runs): one where the tiles fill the multiprocessors; else as
+// many as fill them, each at least 8 of the 64-row tiles of K (`ktiles` in all).
+inline int64_t wide_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
+  if (tiles >= sms) return 1;
+  return std::max<int64_t>(1, std::min(sms / tiles, ktiles / 8));
+}
+
 }  // namespace dql::gemv
