@@ -227,8 +227,11 @@ TEST_CASE("gemv split: the wide GEMM's rows and runs of K") {
     for (int64_t m : {1, 16, 64, 65, 72, 128, 129, 200, 256}) {
       CAPTURE(n);
       CAPTURE(m);
-      const int64_t tiles = gemv::wide_tiles(m, n);
-      CHECK(tiles == (m + 63) / 64 * (n / 128));
+      // Whole blocks of rows by every 128-channel tile: enough rows for M, none of them empty.
+      const int64_t tiles = gemv::wide_tiles(m, n), per_row_block = n / gemv::kWideChannels;
+      REQUIRE(tiles % per_row_block == 0);
+      CHECK(tiles / per_row_block * gemv::kWideRows >= m);
+      CHECK((tiles / per_row_block - 1) * gemv::kWideRows < m);
       const bool takes = gemv::wide_takes(m, n, sms);
       if (m <= 64) CHECK_FALSE(takes);
       if (m > 128) CHECK(takes);
