@@ -13,6 +13,7 @@
 
 #include "codebook.cuh"
 #include "gemv.hpp"
+#include "gemv_io.cuh"
 #include "kernels/gemv/split.hpp"
 #include "launch.hpp"
 
@@ -21,6 +22,13 @@ namespace dql::cuda {
 namespace {
 
 using gemv::Path;
+using io::cp_async16;
+using io::cp_async_commit;
+using io::cp_async_wait;
+using io::FtIo;
+using io::meet_runs;
+using io::Out;
+using io::write_out;
 using recipes::OutType;
 
 std::string status(const char* what, bool wait) {
@@ -124,20 +132,6 @@ __device__ __forceinline__ void mma_16832_s8(int (&d)[4], uint32_t a0, uint32_t 
 
 // ---- split-K across blocks: partial sums meet in the workspace; the last block to arrive ---
 // ---- runs the epilogue and leaves the workspace and the counter at zero again.          ---
-
-struct Out {
-  uint16_t* y;
-  const uint16_t* bias;
-  gemv::Epilogue epi;
-  int64_t m, n;
-};
-
-template <OutType T>
-__device__ __forceinline__ void write_out(const Out& o, int64_t tok, int64_t ch, float v) {
-  if (tok >= o.m) return;
-  const float b = o.bias ? gemv::act_to_f32(o.bias[ch], T) : 0.0f;
-  o.y[tok * o.n + ch] = gemv::epilogue(v, b, o.epi, T);
-}
 
 // A lane's outputs of the mma accumulators: (token, channel, value) for tokens tok + 8 t and
 // tok + 8 t + 1 of channels ch0 and ch1.
@@ -246,18 +240,6 @@ struct FtShape {
     const int wi = cw % V;
     return 64 * (cw / V) + RG * (wi / 4) + 2 * (wi % 4);
   }
-};
-
-// What both forms of the mixed-GEMM kernel read and write.
-struct FtIo {
-  const uint32_t* q;
-  const uint16_t* scales;  // [K / G, N]
-  const uint16_t* x;       // [M, K]
-  int64_t n, k, m;
-  int group;
-  Out out;
-  float* sums;
-  unsigned* counters;
 };
 
 FtIo ft_io(const GemvLaunch& L, const Workspace& ws) {
@@ -1383,23 +1365,6 @@ struct WideArgs : FtIo {
   int parts;  // runs of K a tile
 };
 
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool in) {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(in ? 16 : 0)
-               : "memory");
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-#endif
-}
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t p) {
 #if __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -1442,35 +1407,13 @@ __global__ void __launch_bounds__(kWideWarps * 32, BM == 64 ? 2 : 1) wide_kernel
   const int64_t tok0 = (tile / tiles_n) * BM, ch0 = (tile % tiles_n) * kWideChannels;
   const int ktiles = static_cast<int>(a.k / 64);
   const int kt0 = ktiles * part / a.parts, count = ktiles * (part + 1) / a.parts - kt0;
-  const int64_t wptc = a.k / 2;  // words of a column group (4 channels)
   const int tpg = a.group / 64;  // 64-row tiles a group
 
-  // What a thread copies, worked out once: its rows of X (BM / 32 pieces of 16 bytes), one piece of
-  // the weights (32 column groups of 128 bytes), and for 16 threads a piece of the scale row.
+  // What a thread copies of a stage (io::StageCopy), worked out once.
   constexpr int XN = BM * 8 / (kWideWarps * 32);
   const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
-  const int xrow = tid / 8, xc = tid % 8;
-  const uint16_t* xsrc[XN];
-  bool xin[XN];
-#pragma unroll
-  for (int n = 0; n < XN; ++n) {
-    const int64_t t = tok0 + xrow + 32 * n;
-    xin[n] = t < a.m;
-    xsrc[n] = a.x + (xin[n] ? t : 0) * a.k + xc * 8;
-  }
-  const uint32_t xdst = xrow * 128 + (xc ^ (xrow % 8)) * 16;  // + 4096 n: rows 32 n apart
-  const int wc = 4 * (tid / 8) + xc / 2;
-  const uint32_t* wsrc = a.q + (ch0 / 4 + tid / 8) * wptc + xc * 4;
-  const uint32_t wdst = S::kXBytes + wc * 32 + ((xc % 2) ^ ((wc >> 2) & 1)) * 16;
-  const uint16_t* ssrc = a.scales + ch0 + tid * 8;
-  const uint32_t sdst = S::kXBytes + S::kWBytes + tid * 16;
-  const auto load = [&](int stage, int kt) {
-    const uint32_t st = ring_s + stage * S::kStageBytes;
-#pragma unroll
-    for (int n = 0; n < XN; ++n) cp_async16(st + xdst + 4096 * n, xsrc[n] + kt * 64, xin[n]);
-    cp_async16(st + wdst, wsrc + kt * 32, true);
-    if (tid < kWideChannels / 8) cp_async16(st + sdst, ssrc + (kt / tpg) * a.n, true);
-  };
+  const io::StageCopy<XN> copy(a, tok0, ch0, S::kXBytes, tid);
+  const auto load = [&](int stage, int kt) { copy(ring_s + stage * S::kStageBytes, kt); };
   // What a thread reads of a stage: A registers by ldmatrix (row lane % 16 of its 16-row tiles, piece
   // 2c + lane / 16 of chunk c, swizzled), its weight words and its scales.
   const uint32_t xoff = (wm * (BM / 2) + lane % 16) * 128;
@@ -1553,42 +1496,13 @@ __global__ void __launch_bounds__(kWideWarps * 32, BM == 64 ? 2 : 1) wide_kernel
     return (tok_w + 16 * mt + 8 * (e / 2)) * a.n + ch_w + 8 * j + e % 2;
   };
   const auto live = [&](int mt, int e) { return tok_w + 16 * mt + 8 * (e / 2) < a.m; };
-  bool last = a.parts == 1;
-  if (!last) {
-    // Every run adds its sums into the [M, N] workspace; the last of a tile's runs to arrive reads
-    // them all (every load issued before the first store), clears them and writes the outputs.
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (live(mt, e)) atomicAdd(a.sums + at(mt, j, e), acc[mt][j][e]);
-    __threadfence();
-    __syncthreads();
-    __shared__ int arrived_last;
-    if (tid == 0) {
-      const unsigned before = atomicAdd(a.counters + tile, 1u);
-      arrived_last = before + 1 == static_cast<unsigned>(a.parts);
-      if (arrived_last) a.counters[tile] = 0u;
-    }
-    __syncthreads();
-    last = arrived_last;
-    if (!last) return;
-    __threadfence();
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mt][j][e] = live(mt, e) ? __ldcg(a.sums + at(mt, j, e)) : 0.0f;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (live(mt, e)) a.sums[at(mt, j, e)] = 0.0f;
+  if (a.parts > 1) {
+    // Every run adds its sums into the [M, N] workspace; the last of a tile's runs to arrive writes
+    // the outputs.
+    const auto val = [&](int i) -> float& { return acc[i / 16][(i / 4) % 4][i % 4]; };
+    const auto idx = [&](int i) { return at(i / 16, (i / 4) % 4, i % 4); };
+    const auto row = [&](int i) { return live(i / 16, i % 4); };
+    if (!meet_runs<MT * 16>(val, idx, row, a.sums, a.counters + tile, a.parts)) return;
   }
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -1641,6 +1555,10 @@ std::string launch_wide(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // whatever the group, in units of 256 rows of K where 512 do not divide it (launch_ft_nt).
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
+#if DQL_HOPPER_GEMM
+  if (wide_fits(L) && L.cc == 90 && L.p.m > gemv::kWideRows)
+    return io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, wait);
+#endif
   if (wide_fits(L) && gemv::wide_takes(L.p.m, L.w.n, L.sms)) return launch_wide<NAIVE>(L, ws, wait);
   if (L.w.scheme == quant::Scheme::Int8Sym) return launch_ft_t<8, 4, NAIVE>(L, ws, wait);
   const bool only_two_words_fit = L.p.m <= 8 && !bulk_fits<4, 4, 1>(L) && bulk_fits<4, 2, 1>(L);

@@ -104,4 +104,29 @@ inline int64_t wide_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
   return std::max<int64_t>(1, std::min(sms / tiles, ktiles / 8));
 }
 
+// ---- the Hopper GEMM (hopper.cu): blocks of 64 or 128 rows of X by kHopperChannels channels ----
+
+constexpr int64_t kHopperChannels = 128;
+
+// Its tiles for M rows of X, `rows` a block, and N channels (N a multiple of kHopperChannels).
+inline int64_t hopper_tiles(int64_t m, int64_t rows, int64_t n) {
+  return (m + rows - 1) / rows * (n / kHopperChannels);
+}
+
+// Runs of K a tile (the grid is tiles x runs): one where the tiles fill two blocks a multiprocessor;
+// else as many as fill them, each at least 8 of the 64-row tiles of K (`ktiles` in all).
+inline int64_t hopper_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
+  if (tiles >= 2 * sms) return 1;
+  return std::max<int64_t>(1, std::min(2 * sms / tiles, ktiles / 8));
+}
+
+// Rows of X a block: 128 where the runs of 128-row tiles keep at least 96 of K's 64-row tiles each,
+// else 64. A 128-row block dequantizes each weight for twice the rows, but its fewer tiles are cut
+// into shorter runs, whose start and meeting then cost more than the dequant saves. H100, 65-256
+// rows: 128 rows 1.05-1.43x faster on 28672x8192 and 8192x28672, 64 rows 1.12-2.33x faster on
+// 8192x8192 and 4096x4096 (notes/performance.md, h1).
+inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
+  return ktiles / hopper_runs(hopper_tiles(m, 128, n), ktiles, sms) >= 96 ? 128 : 64;
+}
+
 }  // namespace dql::gemv
