@@ -260,6 +260,51 @@ TEST_CASE("gemv split: the wide GEMM's rows and runs of K") {
   CHECK(gemv::wide_runs(gemv::wide_tiles(256, 256), 32, sms) == 4);   // 256x2048: 8 tiles, K in 4 runs
 }
 
+TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
+  const int64_t sms = 132;
+  for (int64_t n : {128, 4096, 8192, 17024, 28672}) {
+    for (int64_t m : {65, 72, 128, 129, 200, 256}) {
+      for (int64_t ktiles : {2, 8, 64, 96, 128, 448}) {
+        CAPTURE(n);
+        CAPTURE(m);
+        CAPTURE(ktiles);
+        const int64_t rows = gemv::hopper_rows(m, n, ktiles, sms);
+        REQUIRE((rows == 64 || rows == 128));
+        // Whole blocks of rows by every 128-channel tile: enough rows for M, none of them empty.
+        const int64_t tiles = gemv::hopper_tiles(m, rows, n), per_row_block = n / gemv::kHopperChannels;
+        REQUIRE(tiles % per_row_block == 0);
+        CHECK(tiles / per_row_block * rows >= m);
+        CHECK((tiles / per_row_block - 1) * rows < m);
+        const int64_t runs = gemv::hopper_runs(tiles, ktiles, sms);
+        CHECK(runs >= 1);
+        if (tiles >= 2 * sms) CHECK(runs == 1);
+        if (runs > 1) {
+          CHECK(tiles * runs <= 2 * sms);
+          CHECK(ktiles / runs >= 8);
+          // One more run would leave a run under 8 tiles of K or more blocks than two a multiprocessor.
+          CHECK((tiles * (runs + 1) > 2 * sms || ktiles / (runs + 1) < 8));
+        }
+        // 128-row blocks only where their runs stay long.
+        if (rows == 128) CHECK(ktiles / runs >= 96);
+      }
+    }
+  }
+  // The measured cases (notes/performance.md, h1): N, then K / 64.
+  CHECK(gemv::hopper_rows(72, 28672, 128, sms) == 128);  // 224 tiles, the whole K each
+  CHECK(gemv::hopper_rows(256, 28672, 128, sms) == 128);
+  CHECK(gemv::hopper_rows(72, 8192, 448, sms) == 128);  // 8192x28672: 64 tiles, runs of 112
+  CHECK(gemv::hopper_rows(256, 8192, 448, sms) == 128);
+  CHECK(gemv::hopper_rows(72, 8192, 128, sms) == 64);  // 8192x8192: 128-row runs would be 32 long
+  CHECK(gemv::hopper_rows(256, 8192, 128, sms) == 64);
+  CHECK(gemv::hopper_rows(128, 4096, 64, sms) == 64);
+  // The GPU tests' cases: 4096x4096 at 72 and 200 rows, 256x2048 at 72, 17024x6144 at 72.
+  CHECK(gemv::hopper_runs(gemv::hopper_tiles(72, 64, 4096), 64, sms) == 4);
+  CHECK(gemv::hopper_runs(gemv::hopper_tiles(200, 64, 4096), 64, sms) == 2);
+  CHECK(gemv::hopper_runs(gemv::hopper_tiles(72, 64, 256), 32, sms) == 4);
+  CHECK(gemv::hopper_rows(72, 17024, 96, sms) == 128);
+  CHECK(gemv::hopper_runs(gemv::hopper_tiles(72, 128, 17024), 96, sms) == 1);
+}
+
 // Where the fenced form's split tiles meet (gemv::slot_split): in slots for grids of tiles x s with
 // 2 <= s <= 5 whose last block reads at most kSlotLoads values a thread, with room in the
 // workspace; by the last block to arrive otherwise.

@@ -529,9 +529,11 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // square shapes from 17 re-lay X first. At one token tile (up to 8 rows) a persistent run's
   // settler waiting for at most four others adds their slots in its lanes (8192 x 8192 at 1 and 8
   // rows, three others, fp16 and bf16 outputs; 16384 x 4096 at 8, two), and with more it meets them
-  // through shared memory (4096 x 28672 at 1 and 8 rows, seven others). The wide GEMM (from 65 rows)
-  // cuts K into two runs that meet in the workspace at 4096 x 4096 with 72 rows (64 tiles), fp16
-  // and bf16, and gives each block the whole K at 200 rows (128 tiles).
+  // through shared memory (4096 x 28672 at 1 and 8 rows, seven others). From 65 rows on compute
+  // capability 9.0 the Hopper GEMM cuts K into four runs that meet in the workspace at 4096 x 4096 with
+  // 72 rows (64 tiles of 64 rows), fp16 and bf16, and into two at 200 rows (128 tiles); 17024 x 6144
+  // at 72 rows takes 128-row blocks (133 tiles, the whole K each). The same shapes told compute
+  // capability 8.9 take the mma.sync GEMM of older devices: two runs at 72 rows, the whole K at 200.
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -542,21 +544,26 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
     QuantSpec spec;
     std::vector<int64_t> ms;
     OutType out = OutType::F16;
+    int cc = 0;  // the compute capability the launcher is told; 0: the device's
   };
   // int8 per channel too: its two token tiles re-lay X the same way at 8192 x 8192. K = 11008 (a
   // multiple of 256, not of 512): units of 256 rows of K at every M, settled by the second kernel.
-  const Run runs[] = {{4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
-                      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
-                      {8192, 8192, {quant::Scheme::Int8Sym, quant::Layout::Ft, 8192}, {12, 16}},
-                      {8192, 11008, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 32}},
-                      {5120, 5120, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 16}},
-                      {28672, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
-                      {16384, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
-                      {16384, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {8, 32}},
-                      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}, OutType::BF16},
-                      {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}},
-                      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}},
-                      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16}};
+  const Run runs[] = {
+      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
+      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
+      {8192, 8192, {quant::Scheme::Int8Sym, quant::Layout::Ft, 8192}, {12, 16}},
+      {8192, 11008, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 32}},
+      {5120, 5120, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 16}},
+      {28672, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
+      {16384, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
+      {16384, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {8, 32}},
+      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}, OutType::BF16},
+      {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}},
+      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}},
+      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16},
+      {17024, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}},
+      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}, OutType::F16, 89},
+      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16, 89}};
   for (const Run& run : runs) {
     const int64_t n = run.n, k = run.k;
     const Tensor w = random_matrix(Distribution::Normal, 5, n, k);
@@ -571,8 +578,10 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       gemv::Epilogue epi;
       epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
       CAPTURE(run.out == OutType::BF16);
+      CAPTURE(run.cc);
       const GemvRequest r = test::make_request(gemv::Path::Fast, run.out, m, n, k, 40 + m, epi);
-      const DeviceGemv d(dw, r, prop);
+      DeviceGemv d(dw, r, prop);
+      if (run.cc) d.launch.cc = run.cc;
       REQUIRE(d.zeroed < cuda::gemv_workspace_bytes(dw, m));
       const auto ref = test::reference(*cpu, q, r);
       for (int call = 0; call < 3; ++call) {
@@ -656,8 +665,9 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
       const bool ft = c.spec.layout == Layout::Ft;
       const bool gemm = ft && c.spec.scheme == Scheme::Int4Sym && c.path == gemv::Path::Fast;
       std::vector<int64_t> ms = {1, 3, 8, 9, 16};
-      // 17-64 rows: the copy-engine form's 4 or 8 token tiles; 72 and 256: the wide GEMM (K in runs
-      // that meet in the workspace at 256 x 2048).
+      // 17-64 rows: the copy-engine form's 4 or 8 token tiles; 72 and 256: the GEMM (on compute
+      // capability 9.0 the Hopper GEMM, K in four runs that meet in the workspace at 256 x 2048; the
+      // mma.sync GEMM elsewhere).
       if (gemm) ms.insert(ms.end(), {17, 32, 40, 64, 72, 256});
       for (OutType t : {OutType::F16, OutType::BF16}) {
         if (t == OutType::BF16 && !ft) continue;  // bf16 reads the mixed-GEMM layout
