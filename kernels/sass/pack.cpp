@@ -148,8 +148,11 @@ int main(int argc, char** argv) {
       if (code != std::string::npos) {
         arch = l.substr(code + 9);
         while (!arch.empty() && std::isspace(static_cast<unsigned char>(arch.back()))) arch.pop_back();
+        // Architecture-specific code (sm_90a: the Hopper GEMM) runs on the devices of its number and
+        // is listed with the rest of their kernels, under the plain name.
+        const std::string plain = "sm_" + std::to_string(arch_number(arch));
         auto& t = texts[arch_number(arch)];
-        if (t.first.empty()) t = {arch, "code for " + arch + "\n"};
+        if (t.first.empty()) t = {plain, "code for " + plain + "\n"};
         return;
       }
       if (arch.empty()) return;
