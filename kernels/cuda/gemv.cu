@@ -19,6 +19,34 @@
 
 namespace dql::cuda {
 
+namespace io {
+// The encoder comes from the driver through the runtime (no link to libcuda).
+bool tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, unsigned elem_bytes, const void* base,
+                   int64_t inner, int64_t outer, unsigned box_inner, unsigned box_outer,
+                   CUtensorMapSwizzle swizzle) {
+  using Encode = PFN_cuTensorMapEncodeTiled_v12000;
+  static const Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if CUDART_VERSION >= 12050
+    const cudaError_t e =
+        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
+#endif
+    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<Encode>(fn) : nullptr;
+  }();
+  if (!encode) return false;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(inner) * elem_bytes};
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  const cuuint32_t unit[2] = {1, 1};
+  return encode(map, type, 2, const_cast<void*>(base), dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+}  // namespace io
+
 namespace {
 
 using gemv::Path;
@@ -28,7 +56,16 @@ using io::cp_async_wait;
 using io::FtIo;
 using io::meet_runs;
 using io::Out;
+using io::tensor_map_2d;
 using io::write_out;
+#ifdef DQL_BULK_COPY
+using io::bulk_copy;
+using io::mbar_arrive;
+using io::mbar_expect_tx;
+using io::mbar_init;
+using io::mbar_wait;
+using io::tensor_copy_2d;
+#endif
 using recipes::OutType;
 
 std::string status(const char* what, bool wait) {
@@ -464,9 +501,6 @@ std::string launch_ft(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // of the workspace (meet_in_slots) or the last to finish settles it (finish_tile; a block with the whole tile
 // writes its outputs itself). Needs compute capability 9.0; M up to 64 a pass (int4; more rows go in passes
 // of 64), 16 (int8).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define DQL_BULK_COPY 1
-#endif
 
 // Steps a unit (see BulkShape::kSteps): 8 with two or four token tiles of int4, else 4.
 template <int BITS, int NT>
@@ -506,47 +540,6 @@ struct BulkShape {
 };
 
 #ifdef DQL_BULK_COPY
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
-  unsigned done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, "
-        "p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// A box of a 2D tensor map (coordinates x along the inner dimension, y along the outer) into
-// shared memory, completing on `bar`.
-__device__ __forceinline__ void tensor_copy_2d(void* dst, const CUtensorMap* map, int x, int y,
-                                               uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
-      : "memory");
-}
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-          smem_addr(dst)),
-      "l"(src), "r"(bytes), "r"(smem_addr(bar))
-      : "memory");
-}
 struct ChannelMajorSums {
   __device__ __forceinline__ int64_t operator()(const Out& o, int64_t tok, int64_t ch) const {
     return ch * o.m + tok;
@@ -1082,34 +1075,9 @@ __global__ void __launch_bounds__(kSettleThreads) settle_run_kernel(Out o, float
 #endif
 }
 
-// A 2D tensor map for the copy engine (`outer` rows of `inner` elements, boxes of `box_outer` x
-// `box_inner`). The encoder comes from the driver through the runtime (no link to libcuda); false
-// where it is missing or refuses the shape. The weights' map: its rows are the layout's column
-// groups (`words` each), and a box is one unit of a tile (`box_groups` runs of `box_words`); where
-// it cannot be made the launcher takes the per-lane form.
-bool tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, unsigned elem_bytes, const void* base,
-                   int64_t inner, int64_t outer, unsigned box_inner, unsigned box_outer) {
-  using Encode = PFN_cuTensorMapEncodeTiled_v12000;
-  static const Encode encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-#if CUDART_VERSION >= 12050
-    const cudaError_t e =
-        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-#else
-    const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &found);
-#endif
-    return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<Encode>(fn) : nullptr;
-  }();
-  if (!encode) return false;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(inner) * elem_bytes};
-  const cuuint32_t box[2] = {box_inner, box_outer};
-  const cuuint32_t unit[2] = {1, 1};
-  return encode(map, type, 2, const_cast<void*>(base), dims, strides, box, unit,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
-}
+// The weights' map: its rows are the layout's column groups (`words` each), and a box is one unit
+// of a tile (`box_groups` runs of `box_words`); where it cannot be made the launcher takes the
+// per-lane form.
 bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t words, unsigned box_words,
                 unsigned box_groups) {
   return tensor_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, q, words, groups, box_words, box_groups);

@@ -1,7 +1,9 @@
 // What the GEMV / GEMM kernels of gemv.cu and hopper.cu share: where a product's operands and outputs
-// live, the epilogue's store, and the asynchronous copies into shared memory (sm_80 and newer).
+// live, the epilogue's store, the asynchronous copies into shared memory (sm_80 and newer), and the
+// copy engine with its barriers (sm_90).
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -58,8 +60,66 @@ __device__ __forceinline__ void cp_async_wait() {
 #endif
 }
 
-// One thread's share of a GEMM stage (64 rows of K) for a block of 256 threads and 128 channels,
-// worked out once: XN = rows / 32 rows of X (16-byte pieces, rows 32 apart, the pieces of row i at
+// The copy engine and its barriers (compute capability 9.0): mbarriers that count arrivals and the
+// bytes of the copies that complete on them, and bulk copies (a tensor map's box, or a run of bytes)
+// into shared memory.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DQL_BULK_COPY 1
+#endif
+
+#ifdef DQL_BULK_COPY
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, unsigned parity) {
+  unsigned done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, "
+        "p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// A box of a 2D tensor map (coordinates x along the inner dimension, y along the outer) into
+// shared memory, completing on `bar`.
+__device__ __forceinline__ void tensor_copy_2d(void* dst, const CUtensorMap* map, int x, int y,
+                                               uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
+      : "memory");
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+          smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar))
+      : "memory");
+}
+#endif
+
+// A 2D tensor map for the copy engine: `outer` rows of `inner` elements of `elem_bytes`, boxes of
+// `box_outer` rows x `box_inner`, placed in shared memory with `swizzle`; false where the encoder
+// is missing or refuses the shape (alignment, strides, box sizes).
+bool tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, unsigned elem_bytes, const void* base,
+                   int64_t inner, int64_t outer, unsigned box_inner, unsigned box_outer,
+                   CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE);
+
+// One thread's share of a stage of the mma.sync GEMM (64 rows of K) for a block of 256 threads and 128
+// channels, worked out once: XN = rows / 32 rows of X (16-byte pieces, rows 32 apart, the pieces of row i at
 // piece ^ i % 8), one piece of the weights (32 column groups of 128 bytes; in shared memory 128
 // channels of 32 bytes after `x_bytes` of X, the halves of channel c swapped where bit 2 of c is
 // set) and, for 16 threads, a piece of the scale row after them.
