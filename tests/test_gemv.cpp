@@ -290,6 +290,8 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
     }
   }
   // The measured cases (notes/performance.md, h1): N, then K / 64.
+  CHECK_FALSE(gemv::hopper_takes(64));  // up to 64 rows the GEMV forms stay
+  CHECK(gemv::hopper_takes(65));
   CHECK(gemv::hopper_rows(72, 28672, 128, sms) == 128);  // 224 tiles, the whole K each
   CHECK(gemv::hopper_rows(256, 28672, 128, sms) == 128);
   CHECK(gemv::hopper_rows(72, 8192, 448, sms) == 128);  // 8192x28672: 64 tiles, runs of 112

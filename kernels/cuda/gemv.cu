@@ -1524,7 +1524,7 @@ std::string launch_wide(const GemvLaunch& L, const Workspace& ws, bool wait) {
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
 #if DQL_HOPPER_GEMM
-  if (wide_fits(L) && L.cc == 90 && L.p.m > gemv::kWideRows)
+  if (wide_fits(L) && L.cc == 90 && gemv::hopper_takes(L.p.m))
     return io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, wait);
 #endif
   if (wide_fits(L) && gemv::wide_takes(L.p.m, L.w.n, L.sms)) return launch_wide<NAIVE>(L, ws, wait);

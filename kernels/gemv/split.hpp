@@ -108,6 +108,11 @@ inline int64_t wide_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
 
 constexpr int64_t kHopperChannels = 128;
 
+// Where it takes over on compute capability 9.0: from 65 rows of X (up to 64 the GEMV forms stay).
+// At 65-128 rows of 28672x8192 it measured 1.53-1.87x faster than the passes of 64 rows, where the
+// mma.sync GEMM does not take over (notes/performance.md, h1).
+inline bool hopper_takes(int64_t m) { return m > kWideRows; }
+
 // Its tiles for M rows of X, `rows` a block, and N channels (N a multiple of kHopperChannels).
 inline int64_t hopper_tiles(int64_t m, int64_t rows, int64_t n) {
   return (m + rows - 1) / rows * (n / kHopperChannels);
@@ -116,8 +121,7 @@ inline int64_t hopper_tiles(int64_t m, int64_t rows, int64_t n) {
 // Runs of K a tile (the grid is tiles x runs): one where the tiles fill two blocks a multiprocessor;
 // else as many as fill them, each at least 8 of the 64-row tiles of K (`ktiles` in all).
 inline int64_t hopper_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
-  if (tiles >= 2 * sms) return 1;
-  return std::max<int64_t>(1, std::min(2 * sms / tiles, ktiles / 8));
+  return wide_runs(tiles, ktiles, 2 * sms);
 }
 
 // Rows of X a block: 128 where the runs of 128-row tiles keep at least 96 of K's 64-row tiles each,
