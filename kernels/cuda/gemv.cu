@@ -1524,8 +1524,10 @@ std::string launch_wide(const GemvLaunch& L, const Workspace& ws, bool wait) {
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
 #if DQL_HOPPER_GEMM
-  if (wide_fits(L) && L.cc == 90 && gemv::hopper_takes(L.p.m))
-    return io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, wait);
+  if (wide_fits(L) && L.cc == 90 && gemv::hopper_takes(L.p.m)) {
+    // Where the copy engine's maps cannot be made (an operand not 16-byte aligned), the mma.sync GEMM.
+    if (auto e = io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, wait)) return *e;
+  }
 #endif
   if (wide_fits(L) && gemv::wide_takes(L.p.m, L.w.n, L.sms)) return launch_wide<NAIVE>(L, ws, wait);
   if (L.w.scheme == quant::Scheme::Int8Sym) return launch_ft_t<8, 4, NAIVE>(L, ws, wait);

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kernels/gemv/gemv.hpp"
@@ -193,6 +194,9 @@ __device__ __forceinline__ bool meet_runs(Val&& val, At&& at, Live&& live, float
 // The Hopper GEMM (hopper.cu, compiled for sm_90a where 90 is among the architectures built, which
 // then defines DQL_HOPPER_GEMM): int4 in the mixed-GEMM layout, whole 128-channel tiles, groups of
 // whole 64-row tiles (what gemv.cu's wide_fits asks), on compute capability 9.0 only.
-std::string launch_hopper_gemm(const FtIo& io, recipes::OutType t, bool naive, int sms, bool wait);
+// Empty where it ran, else why it failed; nothing where it cannot take the product (the copy engine's
+// maps of the operands cannot be made: an operand not 16-byte aligned).
+std::optional<std::string> launch_hopper_gemm(const FtIo& io, recipes::OutType t, bool naive, int sms,
+                                              bool wait);
 
 }  // namespace dql::cuda::io

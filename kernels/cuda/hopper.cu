@@ -9,23 +9,28 @@
 // The mixed-GEMM layout gives the A registers directly: a warp's 16 channels are rows g and g + 8 of
 // its part of A, and in a channel's 64-row tile lane r's words r and 4 + r hold, pair after pair,
 // k = 2r, 2r + 1 and 2r + 8, 2r + 9 of each k16 chunk in natural order (gemv::ft_word_pairs), which is
-// what the A fragment wants of rows g and g + 8. X is staged as the GEMM kernel of gemv.cu stages it:
-// rows of 128 bytes (64 halves of K) with 16-byte pieces swizzled by row (piece ^ row % 8), which is
-// the 128-byte swizzle the tensor cores read through the matrix descriptor (8-row atoms 1024 bytes
-// apart, each stage 1024-byte aligned).
+// what the A fragment wants of rows g and g + 8. X is staged in rows of 128 bytes (64 halves of K) with
+// 16-byte pieces swizzled by row (piece ^ row % 8), the 128-byte swizzle the tensor cores read
+// through the matrix descriptor (8-row atoms 1024 bytes apart, each stage 1024-byte aligned).
 //
 // A block of two warpgroups owns 128 channels by BN tokens (64 or 128, gemv::hopper_rows) for a run of
-// K, two blocks a multiprocessor; a ring of kStages stages, filled by cp.async, holds per 64 rows of K
-// the X rows, the weights (128 channels of 32 bytes) and the scale row. Each 64-row tile is four wgmma.
-// Unlike the other kernels, which add a group's products in fp32 and meet its scale once per output,
-// here each weight pair is multiplied by its scale in the operand type (one mul.rn.f16x2 / bf16x2 a
-// register, q * s rounded once, as Marlin does), so that one set of accumulators runs over all of K
-// and no tile waits for its products before the next is issued: the next tile is dequantized while
-// they run. Where the tiles do not fill two blocks a multiprocessor K is cut into runs that meet in
-// the workspace (gemv::hopper_runs). Measured in notes/performance.md, h1.
+// K, two blocks a multiprocessor. A ring of stages holds per 64 rows of K the X rows, the weights
+// (32 column groups of 128 bytes, in the 128-byte swizzle too, which keeps the lanes' word reads
+// free of bank conflicts) and the scale row. The copy engine fills it (three boxes of tensor maps a
+// stage, issued by thread 0); a stage's `full` mbarrier completes when its bytes have landed and its
+// `empty` one when every thread is done with it, so no block-wide barrier paces the loop. Blocks of
+// 128 rows pair up in clusters of two that share their X rows (each copies half into both).
+// Each 64-row tile is four wgmma. Unlike the other kernels, which add a group's products in fp32 and
+// meet its scale once per output, here each weight pair is multiplied by its scale in the operand
+// type (one mul.rn.f16x2 / bf16x2 a register, q * s rounded once, as Marlin does), so that one set of
+// accumulators runs over all of K and no tile waits for its products before the next is issued: the
+// next tile is dequantized while they run. Where the tiles do not fill two blocks a multiprocessor K
+// is cut into runs that meet in the workspace (gemv::hopper_runs). Measured in notes/performance.md,
+// h1 and h2.
 #include <cuda_runtime.h>
 
 #include <mutex>
+#include <optional>
 
 #include "gemv_io.cuh"
 #include "kernels/gemv/split.hpp"
@@ -37,25 +42,33 @@ namespace {
 
 using recipes::OutType;
 
-constexpr int kStages = 4;
-
 constexpr int kThreads = 256;                                       // two warpgroups
 constexpr int kChannels = static_cast<int>(gemv::kHopperChannels);  // 64 a warpgroup
 
+// A stage: BN rows of X (64 halves of K each, 128-byte swizzle), the weights of 128 channels (32
+// column groups of 128 bytes, 128-byte swizzle) and their scale row.
 template <int BN>
 struct Shape {
-  static constexpr int kXBytes = BN * 128;  // BN rows of 64 halves
+  // Stages of the ring: as many as leave room for two blocks a multiprocessor (blocks of 64 rows
+  // measured the same with 4, 6 and 8: notes/performance.md, h2).
+  static constexpr int kStages = BN == 64 ? 6 : 5;
+  static constexpr int kXBytes = BN * 128;
   static constexpr int kWBytes = kChannels * 32;
   static constexpr int kSBytes = kChannels * 2;
   static constexpr int kStageBytes = (kXBytes + kWBytes + kSBytes + 1023) / 1024 * 1024;
-  static constexpr int kSmem = kStages * kStageBytes + 1024;  // + room to align the ring to 1024
-  static constexpr int XN = BN * 8 / kThreads;                // pieces of X a thread copies
-  static constexpr int R = BN / 2;                            // accumulators a thread
+  // + room to align the ring to 1024 bytes (the swizzle's period), + the barriers.
+  static constexpr int kSmem = kStages * kStageBytes + 1024 + 2 * kStages * 8;
+  static constexpr int R = BN / 2;  // accumulators a thread
 };
 
+// The stage that frees at step i is refilled at step i + kLag, so that the thread issuing the refill
+// rarely waits for the other warpgroup (or the other block of the cluster) to release it: against
+// a refill at once, 1.02-1.04x on the large shapes (notes/performance.md, h2).
+constexpr int kLag = 1;
+
 struct Args : FtIo {
-  int runs;              // runs of K a tile
-  int64_t token_blocks;  // blocks of BN tokens
+  int runs;     // runs of K a tile
+  int cluster;  // blocks a cluster (1 or 2): where 2, the pair shares its rows of X
 };
 
 // The shared-memory matrix descriptor of a K-major operand with the 128-byte swizzle: start address,
@@ -73,10 +86,6 @@ template <int N>
 __device__ __forceinline__ void wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
-// cp.async writes through the generic proxy; wgmma reads through the async proxy.
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
 // Keeps the compiler from moving accumulators across the asynchronous products.
 template <int R>
 __device__ __forceinline__ void hold(float (&d)[R]) {
@@ -91,6 +100,34 @@ __device__ __forceinline__ void hold(uint32_t (&f)[4][4]) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(f[q][e])::"memory");
 }
+
+#ifdef DQL_BULK_COPY
+// The cluster's blocks: every thread of each arrives, and waits for all of them.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+// The address of the same shared-memory word in block `rank` of the cluster.
+__device__ __forceinline__ uint32_t peer_addr(const void* p, unsigned rank) {
+  uint32_t d;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(d) : "r"(smem_addr(p)), "r"(rank));
+  return d;
+}
+// An arrival at a barrier of another block of the cluster (`bar` from peer_addr).
+__device__ __forceinline__ void mbar_arrive_peer(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// A box of a 2D tensor map into the same place of every block of the cluster in `mask`, completing
+// on each one's barrier at `bar`.
+__device__ __forceinline__ void tensor_copy_2d_all(void* dst, const CUtensorMap* map, int x, int y,
+                                                   uint64_t* bar, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar)), "h"(mask)
+      : "memory");
+}
+#endif
 
 // A scale (fp16) as a pair of the operand type, and a pair times a pair, rounded once.
 template <OutType T>
@@ -153,103 +190,148 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], const uint32_t (&a)[4],
 #undef DQL_WGMMA_N128
 #undef DQL_F8
 
+// xmap: X, [M rows][K halves], boxes of BN / cluster rows x 64; wmap: the weights, [N / 4 column
+// groups][K / 2 words], boxes of 32 x 32; smap: the scales, [K / G rows][N halves], boxes of 1 x 128.
 template <OutType T, bool NAIVE, int BN>
-__global__ void __launch_bounds__(kThreads, 2) hopper_kernel(Args a) {
+__global__ void __launch_bounds__(kThreads, 2)
+    hopper_kernel(Args a, const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
+                  const __grid_constant__ CUtensorMap smap) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using S = Shape<BN>;
-  constexpr int R = S::R;
+  constexpr int R = S::R, kS = S::kStages;
   extern __shared__ unsigned char smem[];
   const uint32_t smem_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const uint32_t ring_s = (smem_s + 1023u) & ~1023u;
-  const unsigned char* ring = smem + (ring_s - smem_s);
+  unsigned char* ring = smem + (((smem_s + 1023u) & ~1023u) - smem_s);
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring + kS * S::kStageBytes);  // the stage has landed
+  uint64_t* empty = full + kS;  // every thread of the cluster is done with it
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, r = lane % 4;
-  const int part = static_cast<int>(blockIdx.x % a.runs);
-  const int64_t tile = blockIdx.x / a.runs;
-  // Tiles of one channel block are neighbours, so that their blocks share its weights in the L2.
-  const int64_t tok0 = (tile % a.token_blocks) * BN, ch0 = (tile / a.token_blocks) * kChannels;
-  const int ktiles = static_cast<int>(a.k / 64);
+  // Blocks of a cluster take neighbouring channel blocks of the same tokens and run of K; tiles of one
+  // channel block are neighbours, so that their blocks share its weights in the L2.
+  const int cl = a.cluster, rank = static_cast<int>(blockIdx.x % cl);  // the block's rank in its cluster
+  const int x_rows = BN / cl;                                          // the rows of X it copies
+  // Tokens, channels and tiles fit in 32 bits, as the copy engine's coordinates do: fewer registers
+  // held through the loop.
+  const int token_blocks = static_cast<int>((a.m + BN - 1) / BN);
+  const int part = static_cast<int>(blockIdx.x / cl % a.runs);
+  const int group_tile = static_cast<int>(blockIdx.x / cl / a.runs);
+  const int tb = group_tile % token_blocks, cb = group_tile / token_blocks * cl + rank;
+  const int tile = cb * token_blocks + tb, tok0 = tb * BN, ch0 = cb * kChannels;
+  const int ktiles = static_cast<int>(a.k / 64), tpg = a.group / 64;
   const int kt0 = ktiles * part / a.runs, count = ktiles * (part + 1) / a.runs - kt0;
 
-  // What a thread copies of a stage (StageCopy), worked out once.
-  const StageCopy<S::XN> copy(a, tok0, ch0, S::kXBytes, tid);
-  const auto load = [&](int stage, int kt) { copy(ring_s + stage * S::kStageBytes, kt); };
+  if (tid == 0) {
+    for (int s = 0; s < kS; ++s) {
+      mbar_init(full + s, 1);
+      mbar_init(empty + s, kThreads * cl);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  if (cl > 1) {
+    cluster_sync();  // every block's barriers are ready before any copy or arrival reaches them
+  } else {
+    __syncthreads();
+  }
+
+  // Thread 0 fills the stage of the run's k-th tile of K: its rows of X (into every block of the
+  // cluster), the weights and the scale row.
+  const auto issue = [&](int k) {
+    const int s = k % kS, kt = kt0 + k;
+    unsigned char* st = ring + s * S::kStageBytes;
+    mbar_expect_tx(full + s, S::kXBytes + S::kWBytes + S::kSBytes);
+    if (cl == 1) {
+      tensor_copy_2d(st, &xmap, kt * 64, tok0, full + s);
+    } else {
+      tensor_copy_2d_all(st + rank * x_rows * 128, &xmap, kt * 64, tok0 + rank * x_rows, full + s, 3);
+    }
+    tensor_copy_2d(st + S::kXBytes, &wmap, kt * 32, ch0 / 4, full + s);
+    tensor_copy_2d(st + S::kXBytes + S::kWBytes, &smap, ch0, kt / tpg, full + s);
+  };
+  if (tid == 0) {
+    for (int k = 0; k < kS && k < count; ++k) issue(k);
+  }
+  // Its stage released by this thread (in every block of the cluster).
+  uint32_t peer_empty = 0;
+  if (cl > 1) peer_empty = peer_addr(empty, static_cast<unsigned>(rank ^ 1));
+  const auto release = [&](int k) {
+    mbar_arrive(empty + k % kS);
+    if (cl > 1) mbar_arrive_peer(peer_empty + (k % kS) * 8);
+  };
+
   // What a thread reads of a stage: words r and 4 + r of its two channels (rows g and g + 8 of its
-  // warp's 16; the halves of a channel swapped where bit 2 of the channel is set) and their scales.
+  // warp's 16) and their scales. Channel c = 4 i + j is column group i's 16-byte pieces 2 j and
+  // 2 j + 1 (its words 0-3 and 4-7), which the swizzle places at piece ^ i % 8.
   const int c0 = 64 * (warp / 4) + 16 * (warp % 4) + g;
-  const int wsw = (g >> 2) & 1;
-  const int woff[2][2] = {
-      {S::kXBytes + (c0 * 8 + wsw * 4 + r) * 4, S::kXBytes + (c0 * 8 + (wsw ^ 1) * 4 + r) * 4},
-      {S::kXBytes + ((c0 + 8) * 8 + wsw * 4 + r) * 4, S::kXBytes + ((c0 + 8) * 8 + (wsw ^ 1) * 4 + r) * 4}};
+  const auto word_at = [&](int c, int h) {
+    const int i = c / 4;
+    return S::kXBytes + i * 128 + (((2 * (c % 4) + h) ^ (i % 8)) * 16) + r * 4;
+  };
+  const int woff[2][2] = {{word_at(c0, 0), word_at(c0, 1)}, {word_at(c0 + 8, 0), word_at(c0 + 8, 1)}};
   const int soff = S::kXBytes + S::kWBytes + c0 * 2;
 
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < count) load(s, kt0 + s);
-    cp_async_commit();
-  }
-  // The A registers of stage i: word q / 2 of both channels gives chunk q's pairs 2 (q % 2) and
-  // 2 (q % 2) + 1, rows g and g + 8, each pair times its channel's scale in the operand type.
-  const auto dequant = [&](int i, uint32_t(&frag)[4][4]) {
-    const unsigned char* st = ring + (i % kStages) * S::kStageBytes;
-    uint32_t pairs[2][2][4];
-#pragma unroll
-    for (int c = 0; c < 2; ++c)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        gemv::ft_word_pairs<NAIVE>(4, T, *reinterpret_cast<const uint32_t*>(st + woff[c][h]), pairs[c][h]);
+  // The A registers of the run's k-th tile: word q / 2 of both channels gives chunk q's pairs
+  // 2 (q % 2) and 2 (q % 2) + 1, rows g and g + 8, each pair times its channel's scale in the
+  // operand type. Waits for the stage to land.
+  const auto dequant = [&](int k, uint32_t(&frag)[4][4]) {
+    mbar_wait(full + k % kS, (k / kS) & 1);
+    const unsigned char* st = ring + (k % kS) * S::kStageBytes;
     const uint32_t s0 = scale_pair<T>(*reinterpret_cast<const uint16_t*>(st + soff));
     const uint32_t s1 = scale_pair<T>(*reinterpret_cast<const uint16_t*>(st + soff + 16));
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int h = q / 2, p = 2 * (q % 2);
-      frag[q][0] = mul2<T>(pairs[0][h][p], s0);
-      frag[q][1] = mul2<T>(pairs[1][h][p], s1);
-      frag[q][2] = mul2<T>(pairs[0][h][p + 1], s0);
-      frag[q][3] = mul2<T>(pairs[1][h][p + 1], s1);
+    for (int h = 0; h < 2; ++h) {  // one word of each channel at a time: fewer registers live
+      uint32_t pairs[2][4];
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+        gemv::ft_word_pairs<NAIVE>(4, T, *reinterpret_cast<const uint32_t*>(st + woff[c][h]), pairs[c]);
+#pragma unroll
+      for (int p = 0; p < 4; p += 2) {
+        uint32_t(&f)[4] = frag[2 * h + p / 2];
+        f[0] = mul2<T>(pairs[0][p], s0);
+        f[1] = mul2<T>(pairs[1][p], s1);
+        f[2] = mul2<T>(pairs[0][p + 1], s0);
+        f[3] = mul2<T>(pairs[1][p + 1], s1);
+      }
     }
   };
   float acc[R] = {};
-  const uint64_t desc0 = swizzled_desc(ring_s);  // + 2 a k16 chunk (32 bytes)
-  // Stage i's products (the run's first on zero accumulators). They read `frag` after they are issued.
-  const auto multiply = [&](int i, const uint32_t(&frag)[4][4]) {
-    const uint64_t desc = desc0 + (i % kStages) * (S::kStageBytes >> 4);
+  const uint64_t desc0 = swizzled_desc(smem_addr(ring));  // + 2 a k16 chunk (32 bytes)
+  // The k-th tile's products (the run's first on zero accumulators). They read `frag` after they are
+  // issued.
+  const auto multiply = [&](int k, const uint32_t(&frag)[4][4]) {
+    const uint64_t desc = desc0 + (k % kS) * (S::kStageBytes >> 4);
     hold(acc);
     wg_fence();
 #pragma unroll
-    for (int q = 0; q < 4; ++q) wgmma<T, BN>(acc, frag[q], desc + 2 * q, q > 0 || i > 0);
+    for (int q = 0; q < 4; ++q) wgmma<T, BN>(acc, frag[q], desc + 2 * q, q > 0 || k > 0);
     wg_commit();
   };
-  // One step: stage i's products are issued; while they run, stage i + 1 is dequantized into `next`,
-  // whose registers stage i - 1's products read until the wait.
-  const auto step = [&](int i, uint32_t(&cur)[4][4], uint32_t(&next)[4][4]) {
-    multiply(i, cur);
-    wg_wait<1>();  // stage i - 1's products are done
+  // One step: tile k's products are issued; once tile k - 1's are done its stage is released, thread 0
+  // refills the stage released kLag steps before, and tile k + 1 is dequantized into `next` (whose
+  // registers tile k - 1's products read until the wait) while tile k's products run.
+  const auto step = [&](int k, uint32_t(&cur)[4][4], uint32_t(&next)[4][4]) {
+    multiply(k, cur);
+    wg_wait<1>();
     hold(next);
-    if (i + 1 < count) {
-      cp_async_wait<kStages - 3>();
-      fence_proxy_async();
-      __syncthreads();  // stage i + 1 has landed; every warpgroup is done with stage i - 1
-      if (i + kStages - 1 < count) load((i + kStages - 1) % kStages, kt0 + i + kStages - 1);
-      cp_async_commit();
-      dequant(i + 1, next);
+    if (k > 0) release(k - 1);
+    const int freed = k - 1 - kLag;
+    if (tid == 0 && freed >= 0 && freed + kS < count) {
+      mbar_wait(empty + freed % kS, (freed / kS) & 1);
+      issue(freed + kS);
     }
+    __syncwarp();
+    if (k + 1 < count) dequant(k + 1, next);
   };
   uint32_t fa[4][4] = {}, fb[4][4] = {};
-  if (count > 0) {
-    cp_async_wait<kStages - 2>();
-    fence_proxy_async();
-    __syncthreads();
-    dequant(0, fa);
-  }
-  for (int i = 0; i < count; i += 2) {
-    step(i, fa, fb);
-    if (i + 1 < count) step(i + 1, fb, fa);
+  if (count > 0) dequant(0, fa);
+  for (int k = 0; k < count; k += 2) {
+    step(k, fa, fb);
+    if (k + 1 < count) step(k + 1, fb, fa);
   }
   wg_wait<0>();
   hold(acc);
   hold(fa);
   hold(fb);
-  cp_async_wait<0>();
+  // No block of the cluster leaves while another may still arrive at its barriers.
+  if (cl > 1) cluster_sync();
   const int64_t tok_t = tok0 + 2 * r, ch_t = ch0 + c0;
   const auto tok_of = [&](int i) { return tok_t + 8 * (i / 4) + i % 2; };
   const auto ch_of = [&](int i) { return ch_t + 8 * ((i / 2) % 2); };
@@ -273,29 +355,53 @@ std::string status(bool wait) {
   return std::string("the Hopper GEMM kernel failed on the GPU: ") + cudaGetErrorString(e);
 }
 
+// Blocks of 128 rows pair up in clusters of two where the channel blocks do (N a multiple of 256): each
+// copies half of the X rows into both, which halves what X takes of the L2's bandwidth. Against
+// single blocks 1.01-1.17x on 28672x8192 and 8192x28672 at 72-256 rows; blocks of 64 rows, whose X
+// is half as large, measured 0.94-0.99x so and stay single (notes/performance.md, h2).
 template <OutType T, bool NAIVE, int BN>
-std::string launch_bn(const FtIo& io, int sms, bool wait) {
+std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
   using S = Shape<BN>;
+  const int cl = BN == 128 && io.n / kChannels % 2 == 0 ? 2 : 1;
+  CUtensorMap xmap, wmap, smap;
+  if (!tensor_map_2d(&xmap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, io.x, io.k, io.m, 64, BN / cl,
+                     CU_TENSOR_MAP_SWIZZLE_128B) ||
+      !tensor_map_2d(&wmap, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4, io.q, io.k / 2, io.n / 4, 32, kChannels / 4,
+                     CU_TENSOR_MAP_SWIZZLE_128B) ||
+      !tensor_map_2d(&smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, io.scales, io.n, io.k / io.group, kChannels,
+                     1))
+    return std::nullopt;
+  const auto kernel = hopper_kernel<T, NAIVE, BN>;
   static std::once_flag raised;
-  std::call_once(raised, [] {
-    cudaFuncSetAttribute(hopper_kernel<T, NAIVE, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem);
-  });
-  Args a{io, 1, (io.m + BN - 1) / BN};
+  std::call_once(
+      raised, [&] { cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem); });
   const int64_t tiles = gemv::hopper_tiles(io.m, BN, io.n);
-  a.runs = static_cast<int>(gemv::hopper_runs(tiles, io.k / 64, sms));
-  hopper_kernel<T, NAIVE, BN><<<static_cast<unsigned>(tiles * a.runs), kThreads, S::kSmem>>>(a);
+  const Args a{io, static_cast<int>(gemv::hopper_runs(tiles, io.k / 64, sms)), cl};
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles * a.runs));
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = S::kSmem;
+  cudaLaunchAttribute cluster[1];
+  cluster[0].id = cudaLaunchAttributeClusterDimension;
+  cluster[0].val.clusterDim.x = static_cast<unsigned>(cl);
+  cluster[0].val.clusterDim.y = 1;
+  cluster[0].val.clusterDim.z = 1;
+  cfg.attrs = cluster;
+  cfg.numAttrs = 1;
+  if (const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, a, xmap, wmap, smap); e != cudaSuccess)
+    return std::string("the Hopper GEMM kernel failed on the GPU: ") + cudaGetErrorString(e);
   return status(wait);
 }
 
 template <OutType T, bool NAIVE>
-std::string launch_t(const FtIo& io, int sms, bool wait) {
+std::optional<std::string> launch_t(const FtIo& io, int sms, bool wait) {
   return gemv::hopper_rows(io.m, io.n, io.k / 64, sms) == 64 ? launch_bn<T, NAIVE, 64>(io, sms, wait)
                                                              : launch_bn<T, NAIVE, 128>(io, sms, wait);
 }
 
 }  // namespace
 
-std::string launch_hopper_gemm(const FtIo& io, OutType t, bool naive, int sms, bool wait) {
+std::optional<std::string> launch_hopper_gemm(const FtIo& io, OutType t, bool naive, int sms, bool wait) {
   if (t == OutType::F16)
     return naive ? launch_t<OutType::F16, true>(io, sms, wait) : launch_t<OutType::F16, false>(io, sms, wait);
   return naive ? launch_t<OutType::BF16, true>(io, sms, wait) : launch_t<OutType::BF16, false>(io, sms, wait);
