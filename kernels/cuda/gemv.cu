@@ -1525,7 +1525,8 @@ template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
 #if DQL_HOPPER_GEMM
   if (wide_fits(L) && L.cc == 90 && gemv::hopper_takes(L.p.m)) {
-    // Where the copy engine's maps cannot be made (an operand not 16-byte aligned), the mma.sync GEMM.
+    // Where the copy engine's maps cannot be made (no encoder in the driver, or an operand not 16-byte
+    // aligned), the mma.sync GEMM.
     if (auto e = io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, wait)) return *e;
   }
 #endif

@@ -195,7 +195,7 @@ __device__ __forceinline__ bool meet_runs(Val&& val, At&& at, Live&& live, float
 // then defines DQL_HOPPER_GEMM): int4 in the mixed-GEMM layout, whole 128-channel tiles, groups of
 // whole 64-row tiles (what gemv.cu's wide_fits asks), on compute capability 9.0 only.
 // Empty where it ran, else why it failed; nothing where it cannot take the product (the copy engine's
-// maps of the operands cannot be made: an operand not 16-byte aligned).
+// maps of the operands cannot be made: no encoder in the driver, or an operand not 16-byte aligned).
 std::optional<std::string> launch_hopper_gemm(const FtIo& io, recipes::OutType t, bool naive, int sms,
                                               bool wait);
 

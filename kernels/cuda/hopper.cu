@@ -348,8 +348,8 @@ __global__ void __launch_bounds__(kThreads, 2)
 #endif
 }
 
-std::string status(bool wait) {
-  cudaError_t e = cudaGetLastError();
+// Empty, or why the launch (`e`) or, where the caller waits, the kernel failed.
+std::string status(cudaError_t e, bool wait) {
   if (e == cudaSuccess && wait) e = cudaDeviceSynchronize();
   if (e == cudaSuccess) return {};
   return std::string("the Hopper GEMM kernel failed on the GPU: ") + cudaGetErrorString(e);
@@ -388,9 +388,7 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
   cluster[0].val.clusterDim.z = 1;
   cfg.attrs = cluster;
   cfg.numAttrs = 1;
-  if (const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, a, xmap, wmap, smap); e != cudaSuccess)
-    return std::string("the Hopper GEMM kernel failed on the GPU: ") + cudaGetErrorString(e);
-  return status(wait);
+  return status(cudaLaunchKernelEx(&cfg, kernel, a, xmap, wmap, smap), wait);
 }
 
 template <OutType T, bool NAIVE>
