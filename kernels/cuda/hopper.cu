@@ -13,20 +13,21 @@
 // 16-byte pieces swizzled by row (piece ^ row % 8), the 128-byte swizzle the tensor cores read
 // through the matrix descriptor (8-row atoms 1024 bytes apart, each stage 1024-byte aligned).
 //
-// A block of two warpgroups owns 128 channels by BN tokens (64 or 128, gemv::hopper_rows) for a run of
+// A block of two warpgroups owns 128 channels by BN tokens (64 to 128 in steps of 16, fitted to M by
+// gemv::hopper_rows, since the tensor cores' work grows with BN, padding included) for a run of
 // K, two blocks a multiprocessor. A ring of stages holds per 64 rows of K the X rows, the weights
 // (32 column groups of 128 bytes, in the 128-byte swizzle too, which keeps the lanes' word reads
 // free of bank conflicts) and the scale row. The copy engine fills it (three boxes of tensor maps a
 // stage, issued by thread 0); a stage's `full` mbarrier completes when its bytes have landed and its
 // `empty` one when every thread is done with it, so no block-wide barrier paces the loop. Blocks of
-// 128 rows pair up in clusters of two that share their X rows (each copies half into both).
+// 112 and 128 rows pair up in clusters of two that share their X rows (each copies half into both).
 // Each 64-row tile is four wgmma. Unlike the other kernels, which add a group's products in fp32 and
 // meet its scale once per output, here each weight pair is multiplied by its scale in the operand
 // type (one mul.rn.f16x2 / bf16x2 a register, q * s rounded once, as Marlin does), so that one set of
 // accumulators runs over all of K and no tile waits for its products before the next is issued: the
 // next tile is dequantized while they run. Where the tiles do not fill two blocks a multiprocessor K
 // is cut into runs that meet in the workspace (gemv::hopper_runs). Measured in notes/performance.md,
-// h1 and h2.
+// h1 to h3.
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -49,8 +50,9 @@ constexpr int kChannels = static_cast<int>(gemv::kHopperChannels);  // 64 a warp
 // column groups of 128 bytes, 128-byte swizzle) and their scale row.
 template <int BN>
 struct Shape {
-  // Stages of the ring: as many as leave room for two blocks a multiprocessor (blocks of 64 rows
-  // measured the same with 4, 6 and 8: notes/performance.md, h2).
+  // Stages of the ring: 6 for blocks of 64 rows (measured the same with 4, 6 and 8:
+  // notes/performance.md, h2), 5 for the larger ones (what 128 rows leave room for at two blocks a
+  // multiprocessor).
   static constexpr int kStages = BN == 64 ? 6 : 5;
   static constexpr int kXBytes = BN * 128;
   static constexpr int kWBytes = kChannels * 32;
@@ -58,6 +60,8 @@ struct Shape {
   static constexpr int kStageBytes = (kXBytes + kWBytes + kSBytes + 1023) / 1024 * 1024;
   // + room to align the ring to 1024 bytes (the swizzle's period), + the barriers.
   static constexpr int kSmem = kStages * kStageBytes + 1024 + 2 * kStages * 8;
+  // Two blocks a multiprocessor: 228 KB of shared memory, 1 KB of it the system's a block.
+  static_assert(2 * (kSmem + 1024) <= 228 * 1024);
   static constexpr int R = BN / 2;  // accumulators a thread
 };
 
@@ -149,45 +153,90 @@ __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) {
 #define DQL_F8(d, i)                                                                          \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
-// m64nNk16 with A from registers; TY: "f16" or "bf16".
-#define DQL_WGMMA_N64(TY)                                                                              \
-  asm volatile(                                                                                        \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                     \
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                          \
-      " "                                                                                              \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, "    \
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, " \
-      "1, 0;\n}\n"                                                                                     \
-      : DQL_F8(d, 0), DQL_F8(d, 8), DQL_F8(d, 16), DQL_F8(d, 24)                                       \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(keep)                               \
-      : "memory")
-#define DQL_WGMMA_N128(TY)                                                                          \
-  asm volatile(                                                                                     \
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                  \
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY                                      \
-      " "                                                                                           \
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
-      "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "  \
-      "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "  \
-      "%56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"        \
-      : DQL_F8(d, 0), DQL_F8(d, 8), DQL_F8(d, 16), DQL_F8(d, 24), DQL_F8(d, 32), DQL_F8(d, 40),     \
-        DQL_F8(d, 48), DQL_F8(d, 56)                                                                \
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(keep)                            \
-      : "memory")
+// The operands of m64nNk16 for N = 64 to 128 in steps of 16 (one wgmma instruction each, N a literal):
+// DQL_DN lists N / 2 accumulators, the four A registers and the descriptor; DQL_ON binds the
+// accumulators; DQL_KEEPN is the index of `keep`, after them.
+#define DQL_D64                                                                                           \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+#define DQL_O64 DQL_F8(d, 0), DQL_F8(d, 8), DQL_F8(d, 16), DQL_F8(d, 24)
+#define DQL_D80                                                                                            \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "  \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, {%40, %41, " \
+  "%42, %43}, %44, p, 1, 1, 0;\n}\n"
+#define DQL_O80 DQL_F8(d, 0), DQL_F8(d, 8), DQL_F8(d, 16), DQL_F8(d, 24), DQL_F8(d, 32)
+#define DQL_D96                                                                                           \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+  "%42, %43, %44, %45, %46, %47}, {%48, %49, %50, %51}, %52, p, 1, 1, 0;\n}\n"
+#define DQL_O96 DQL_F8(d, 0), DQL_F8(d, 8), DQL_F8(d, 16), DQL_F8(d, 24), DQL_F8(d, 32), DQL_F8(d, 40)
+#define DQL_D112                                                                                             \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, "    \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "     \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, {%56, %57, %58, %59}, %60, p, 1, " \
+  "1, 0;\n}\n"
+#define DQL_O112 \
+  DQL_F8(d, 0), DQL_F8(d, 8), DQL_F8(d, 16), DQL_F8(d, 24), DQL_F8(d, 32), DQL_F8(d, 40), DQL_F8(d, 48)
+#define DQL_D128                                                                                          \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, "  \
+  "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, "  \
+  "%62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+#define DQL_O128                                                                                         \
+  DQL_F8(d, 0), DQL_F8(d, 8), DQL_F8(d, 16), DQL_F8(d, 24), DQL_F8(d, 32), DQL_F8(d, 40), DQL_F8(d, 48), \
+      DQL_F8(d, 56)
+// m64nNk16 with A from registers, the sum kept where `keep` is set; TY: "f16" or "bf16".
+#define DQL_WGMMA(N, TY)                                                                \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" DQL_KEEP##N                         \
+               ", 0;\n"                                                                 \
+               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " " DQL_D##N \
+               : DQL_O##N                                                               \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(keep)       \
+               : "memory")
+#define DQL_KEEP64 "37"
+#define DQL_KEEP80 "45"
+#define DQL_KEEP96 "53"
+#define DQL_KEEP112 "61"
+#define DQL_KEEP128 "69"
 
 // d (+)= A (64 x 16, four registers a thread) x B (16 x N, the descriptor), the sum kept where
 // `keep` is set. The accumulators of a warp: d[4j + e] is channel row g + 8 (e / 2) of its 16, token
 // 8j + 2r + e % 2.
 template <OutType T, int N>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int keep) {
-  static_assert(N == 64 || N == 128);
-  if constexpr (N == 64 && T == OutType::F16) DQL_WGMMA_N64("f16");
-  if constexpr (N == 64 && T == OutType::BF16) DQL_WGMMA_N64("bf16");
-  if constexpr (N == 128 && T == OutType::F16) DQL_WGMMA_N128("f16");
-  if constexpr (N == 128 && T == OutType::BF16) DQL_WGMMA_N128("bf16");
+  static_assert(N % 16 == 0 && N >= 64 && N <= 128);
+  constexpr bool f16 = T == OutType::F16;
+#define DQL_WGMMA_IF(NN)     \
+  if constexpr (N == NN) {   \
+    if constexpr (f16) {     \
+      DQL_WGMMA(NN, "f16");  \
+    } else {                 \
+      DQL_WGMMA(NN, "bf16"); \
+    }                        \
+  }
+  DQL_WGMMA_IF(64)
+  DQL_WGMMA_IF(80)
+  DQL_WGMMA_IF(96)
+  DQL_WGMMA_IF(112)
+  DQL_WGMMA_IF(128)
+#undef DQL_WGMMA_IF
 }
-#undef DQL_WGMMA_N64
-#undef DQL_WGMMA_N128
+#undef DQL_WGMMA
+#undef DQL_D64
+#undef DQL_O64
+#undef DQL_KEEP64
+#undef DQL_D80
+#undef DQL_O80
+#undef DQL_KEEP80
+#undef DQL_D96
+#undef DQL_O96
+#undef DQL_KEEP96
+#undef DQL_D112
+#undef DQL_O112
+#undef DQL_KEEP112
+#undef DQL_D128
+#undef DQL_O128
+#undef DQL_KEEP128
 #undef DQL_F8
 
 // xmap: X, [M rows][K halves], boxes of BN / cluster rows x 64; wmap: the weights, [N / 4 column
@@ -355,14 +404,15 @@ std::string status(cudaError_t e, bool wait) {
   return std::string("the Hopper GEMM kernel failed on the GPU: ") + cudaGetErrorString(e);
 }
 
-// Blocks of 128 rows pair up in clusters of two where the channel blocks do (N a multiple of 256): each
-// copies half of the X rows into both, which halves what X takes of the L2's bandwidth. Against
-// single blocks 1.01-1.17x on 28672x8192 and 8192x28672 at 72-256 rows; blocks of 64 rows, whose X
-// is half as large, measured 0.94-0.99x so and stay single (notes/performance.md, h2).
+// Blocks of 112 and 128 rows pair up in clusters of two where the channel blocks do (N a multiple of
+// 256): each copies half of the X rows into both, which halves what X takes of the L2's bandwidth.
+// Against single blocks on 28672x8192 and 8192x28672: 1.01-1.17x with 128 rows at 72-256 rows of X
+// (h2), 0.99-1.02x with 112 and 128 rows at 112-256, 0.99x with 80 and 96 rows (h3); blocks of 64
+// rows measured 0.94-0.99x so. The smaller blocks stay single (notes/performance.md).
 template <OutType T, bool NAIVE, int BN>
 std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
   using S = Shape<BN>;
-  const int cl = BN == 128 && io.n / kChannels % 2 == 0 ? 2 : 1;
+  const int cl = BN >= 112 && io.n / kChannels % 2 == 0 ? 2 : 1;
   CUtensorMap xmap, wmap, smap;
   if (!tensor_map_2d(&xmap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, io.x, io.k, io.m, 64, BN / cl,
                      CU_TENSOR_MAP_SWIZZLE_128B) ||
@@ -393,8 +443,13 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
 
 template <OutType T, bool NAIVE>
 std::optional<std::string> launch_t(const FtIo& io, int sms, bool wait) {
-  return gemv::hopper_rows(io.m, io.n, io.k / 64, sms) == 64 ? launch_bn<T, NAIVE, 64>(io, sms, wait)
-                                                             : launch_bn<T, NAIVE, 128>(io, sms, wait);
+  switch (gemv::hopper_rows(io.m, io.n, io.k / 64, sms)) {
+    case 64: return launch_bn<T, NAIVE, 64>(io, sms, wait);
+    case 80: return launch_bn<T, NAIVE, 80>(io, sms, wait);
+    case 96: return launch_bn<T, NAIVE, 96>(io, sms, wait);
+    case 112: return launch_bn<T, NAIVE, 112>(io, sms, wait);
+    default: return launch_bn<T, NAIVE, 128>(io, sms, wait);
+  }
 }
 
 }  // namespace

@@ -532,8 +532,9 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // through shared memory (4096 x 28672 at 1 and 8 rows, seven others). From 65 rows on compute
   // capability 9.0 the Hopper GEMM cuts K into four runs that meet in the workspace at 4096 x 4096 with
   // 72 rows (64 tiles of 64 rows), fp16 and bf16, and into two at 200 rows (128 tiles); 17024 x 6144
-  // at 72 rows takes 128-row blocks (133 tiles, the whole K each), single, and 17152 x 6144 (134
-  // tiles) in clusters of two that share X, fp16 and bf16. The same shapes told compute
+  // at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks
+  // of 80 rows at 72 and of 96 at 90, single, and in clusters of two that share X blocks of 128 at 128
+  // rows and two blocks of 112 at 200 (fp16), one of 112 at 112 (bf16). The same shapes told compute
   // capability 8.9 take the mma.sync GEMM of older devices: two runs at 72 rows, the whole K at 200.
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
@@ -563,8 +564,8 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16},
       {17024, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}},
-      {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}},
-      {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16},
+      {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 90, 128, 200}},
+      {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {112}, OutType::BF16},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}, OutType::F16, 89},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16, 89}};
   for (const Run& run : runs) {
