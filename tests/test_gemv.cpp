@@ -269,17 +269,16 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
         CAPTURE(m);
         CAPTURE(ktiles);
         const int64_t rows = gemv::hopper_rows(m, n, ktiles, sms);
-        REQUIRE((rows >= 64 && rows <= 128 && rows % 16 == 0));
+        REQUIRE((rows >= 48 && rows <= 128 && rows % 16 == 0));
         // Whole blocks of rows by every 128-channel tile: enough rows for M, none of them empty.
         const int64_t tiles = gemv::hopper_tiles(m, rows, n), per_row_block = n / gemv::kHopperChannels;
         REQUIRE(tiles % per_row_block == 0);
         CHECK(tiles / per_row_block * rows >= m);
         CHECK((tiles / per_row_block - 1) * rows < m);
-        // Over 64 rows, as many blocks as 128-row blocks would take, each padded by under 16 rows.
-        if (rows > 64) {
-          CHECK(tiles / per_row_block == (m + 127) / 128);
-          CHECK(tiles / per_row_block * rows - m < 16 * (tiles / per_row_block));
-        }
+        // As many blocks as blocks of 128 rows (over 64) or 64 would take, each padded by under 16 rows.
+        const int64_t most = rows > 64 ? 128 : 64, blocks = tiles / per_row_block;
+        CHECK(blocks == (m + most - 1) / most);
+        CHECK(blocks * rows - m < 16 * blocks);
         const int64_t runs = gemv::hopper_runs(tiles, ktiles, sms);
         CHECK(runs >= 1);
         if (tiles >= 2 * sms) CHECK(runs == 1);
@@ -307,9 +306,14 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
   CHECK(gemv::hopper_rows(256, 28672, 128, sms) == 128);
   CHECK(gemv::hopper_rows(72, 8192, 448, sms) == 80);  // 8192x28672: 64 tiles, runs of 112
   CHECK(gemv::hopper_rows(256, 8192, 448, sms) == 128);
-  CHECK(gemv::hopper_rows(72, 8192, 128, sms) == 64);  // 8192x8192: 128-row runs would be 32 long
+  CHECK(gemv::hopper_rows(72, 8192, 128, sms) == 48);  // 8192x8192: 128-row runs would be 32 long
+  CHECK(gemv::hopper_rows(96, 8192, 128, sms) == 48);
+  CHECK(gemv::hopper_rows(97, 8192, 128, sms) == 64);
+  CHECK(gemv::hopper_rows(129, 8192, 128, sms) == 48);  // three blocks of 43 rows
+  CHECK(gemv::hopper_rows(200, 8192, 128, sms) == 64);
   CHECK(gemv::hopper_rows(256, 8192, 128, sms) == 64);
   CHECK(gemv::hopper_rows(128, 4096, 64, sms) == 64);
+  CHECK(gemv::hopper_rows(72, 4096, 64, sms) == 48);
   // The GPU tests' cases: 4096x4096 at 72 and 200 rows, 256x2048 at 72, 17024x6144 at 72.
   CHECK(gemv::hopper_runs(gemv::hopper_tiles(72, 64, 4096), 64, sms) == 4);
   CHECK(gemv::hopper_runs(gemv::hopper_tiles(200, 64, 4096), 64, sms) == 2);

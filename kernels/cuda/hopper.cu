@@ -13,7 +13,7 @@
 // 16-byte pieces swizzled by row (piece ^ row % 8), the 128-byte swizzle the tensor cores read
 // through the matrix descriptor (8-row atoms 1024 bytes apart, each stage 1024-byte aligned).
 //
-// A block of two warpgroups owns 128 channels by BN tokens (64 to 128 in steps of 16, fitted to M by
+// A block of two warpgroups owns 128 channels by BN tokens (48 to 128 in steps of 16, fitted to M by
 // gemv::hopper_rows, since the tensor cores' work grows with BN, padding included) for a run of
 // K, two blocks a multiprocessor. A ring of stages holds per 64 rows of K the X rows, the weights
 // (32 column groups of 128 bytes, in the 128-byte swizzle too, which keeps the lanes' word reads
@@ -27,7 +27,7 @@
 // accumulators runs over all of K and no tile waits for its products before the next is issued: the
 // next tile is dequantized while they run. Where the tiles do not fill two blocks a multiprocessor K
 // is cut into runs that meet in the workspace (gemv::hopper_runs). Measured in notes/performance.md,
-// h1 to h3.
+// h1 to h4.
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -50,10 +50,10 @@ constexpr int kChannels = static_cast<int>(gemv::kHopperChannels);  // 64 a warp
 // column groups of 128 bytes, 128-byte swizzle) and their scale row.
 template <int BN>
 struct Shape {
-  // Stages of the ring: 6 for blocks of 64 rows (measured the same with 4, 6 and 8:
+  // Stages of the ring: 6 for blocks of up to 64 rows (64 measured the same with 4, 6 and 8:
   // notes/performance.md, h2), 5 for the larger ones (what 128 rows leave room for at two blocks a
   // multiprocessor).
-  static constexpr int kStages = BN == 64 ? 6 : 5;
+  static constexpr int kStages = BN <= 64 ? 6 : 5;
   static constexpr int kXBytes = BN * 128;
   static constexpr int kWBytes = kChannels * 32;
   static constexpr int kSBytes = kChannels * 2;
@@ -153,9 +153,13 @@ __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) {
 #define DQL_F8(d, i)                                                                          \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
-// The operands of m64nNk16 for N = 64 to 128 in steps of 16 (one wgmma instruction each, N a literal):
+// The operands of m64nNk16 for N = 48 to 128 in steps of 16 (one wgmma instruction each, N a literal):
 // DQL_DN lists N / 2 accumulators, the four A registers and the descriptor; DQL_ON binds the
 // accumulators; DQL_KEEPN is the index of `keep`, after them.
+#define DQL_D48                                                                                           \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23}, {%24, %25, %26, %27}, %28, p, 1, 1, 0;\n}\n"
+#define DQL_O48 DQL_F8(d, 0), DQL_F8(d, 8), DQL_F8(d, 16)
 #define DQL_D64                                                                                           \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
@@ -193,6 +197,7 @@ __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) {
                : DQL_O##N                                                               \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(keep)       \
                : "memory")
+#define DQL_KEEP48 "29"
 #define DQL_KEEP64 "37"
 #define DQL_KEEP80 "45"
 #define DQL_KEEP96 "53"
@@ -204,7 +209,7 @@ __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) {
 // 8j + 2r + e % 2.
 template <OutType T, int N>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int keep) {
-  static_assert(N % 16 == 0 && N >= 64 && N <= 128);
+  static_assert(N % 16 == 0 && N >= 48 && N <= 128);
   constexpr bool f16 = T == OutType::F16;
 #define DQL_WGMMA_IF(NN)     \
   if constexpr (N == NN) {   \
@@ -214,6 +219,7 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], const uint32_t (&a)[4],
       DQL_WGMMA(NN, "bf16"); \
     }                        \
   }
+  DQL_WGMMA_IF(48)
   DQL_WGMMA_IF(64)
   DQL_WGMMA_IF(80)
   DQL_WGMMA_IF(96)
@@ -222,6 +228,9 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], const uint32_t (&a)[4],
 #undef DQL_WGMMA_IF
 }
 #undef DQL_WGMMA
+#undef DQL_D48
+#undef DQL_O48
+#undef DQL_KEEP48
 #undef DQL_D64
 #undef DQL_O64
 #undef DQL_KEEP64
@@ -444,6 +453,7 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
 template <OutType T, bool NAIVE>
 std::optional<std::string> launch_t(const FtIo& io, int sms, bool wait) {
   switch (gemv::hopper_rows(io.m, io.n, io.k / 64, sms)) {
+    case 48: return launch_bn<T, NAIVE, 48>(io, sms, wait);
     case 64: return launch_bn<T, NAIVE, 64>(io, sms, wait);
     case 80: return launch_bn<T, NAIVE, 80>(io, sms, wait);
     case 96: return launch_bn<T, NAIVE, 96>(io, sms, wait);

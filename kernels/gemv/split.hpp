@@ -124,18 +124,19 @@ inline int64_t hopper_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
   return wide_runs(tiles, ktiles, 2 * sms);
 }
 
-// Rows of X a block, a multiple of 16 from 64 to 128 (wgmma's N: the tensor cores' work a step is in
-// proportion to it). Up to 128 where the runs of 128-row tiles keep at least 96 of K's 64-row tiles
-// each, else 64. A larger block dequantizes each weight for more rows, but its fewer tiles are cut
-// into shorter runs, whose start and meeting then cost more than the dequant saves. H100, 65-256
+// Rows of X a block, a multiple of 16 from 48 to 128 (wgmma's N: the tensor cores' work a step is in
+// proportion to it). At most 128 where the runs of 128-row tiles keep at least 96 of K's 64-row tiles
+// each, else at most 64. A larger block dequantizes each weight for more rows, but its fewer tiles are
+// cut into shorter runs, whose start and meeting then cost more than the dequant saves. H100, 65-256
 // rows: 128 rows 1.05-1.43x faster on 28672x8192 and 8192x28672, 64 rows 1.12-2.33x faster on
-// 8192x8192 and 4096x4096 (notes/performance.md, h1). Where up to 128, M is shared evenly by the
-// fewest blocks and rounded up to 16 rows, so that the padding a block multiplies stays under 16 rows
-// (72 rows: 80 instead of 128; notes/performance.md, h3).
+// 8192x8192 and 4096x4096 (notes/performance.md, h1). M is then shared evenly by the fewest blocks of
+// at most that many rows, rounded up to 16, so that the padding a block multiplies stays under 16
+// rows: 72 rows take 80 instead of 128, or two blocks of 48 instead of 64 (notes/performance.md, h3 and
+// h4).
 inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
-  if (ktiles / hopper_runs(hopper_tiles(m, 128, n), ktiles, sms) < 96) return 64;
-  const int64_t blocks = (m + 127) / 128;
-  return std::max<int64_t>(64, ((m + blocks - 1) / blocks + 15) / 16 * 16);
+  const int64_t most = ktiles / hopper_runs(hopper_tiles(m, 128, n), ktiles, sms) >= 96 ? 128 : 64;
+  const int64_t blocks = (m + most - 1) / most;
+  return std::max<int64_t>(48, ((m + blocks - 1) / blocks + 15) / 16 * 16);
 }
 
 }  // namespace dql::gemv

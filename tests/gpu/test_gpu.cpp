@@ -531,7 +531,7 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // rows, three others, fp16 and bf16 outputs; 16384 x 4096 at 8, two), and with more it meets them
   // through shared memory (4096 x 28672 at 1 and 8 rows, seven others). From 65 rows on compute
   // capability 9.0 the Hopper GEMM cuts K into four runs that meet in the workspace at 4096 x 4096 with
-  // 72 rows (64 tiles of 64 rows), fp16 and bf16, and into two at 200 rows (128 tiles); 17024 x 6144
+  // 72 rows (64 tiles of 48 rows), fp16 and bf16, and into two at 200 rows (128 tiles of 64); 17024 x 6144
   // at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks
   // of 80 rows at 72 and of 96 at 90, single, and in clusters of two that share X blocks of 128 at 128
   // rows and two blocks of 112 at 200 (fp16), one of 112 at 112 (bf16). The same shapes told compute
@@ -670,8 +670,8 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
       const bool gemm = ft && c.spec.scheme == Scheme::Int4Sym && c.path == gemv::Path::Fast;
       std::vector<int64_t> ms = {1, 3, 8, 9, 16};
       // 17-64 rows: the copy-engine form's 4 or 8 token tiles; 72 and 256: the GEMM (on compute
-      // capability 9.0 the Hopper GEMM, K in four runs that meet in the workspace at 256 x 2048; the
-      // mma.sync GEMM elsewhere).
+      // capability 9.0 the Hopper GEMM, two blocks of 48 rows at 72 and four of 64 at 256, K in four
+      // runs that meet in the workspace at 256 x 2048; the mma.sync GEMM elsewhere).
       if (gemm) ms.insert(ms.end(), {17, 32, 40, 64, 72, 256});
       for (OutType t : {OutType::F16, OutType::BF16}) {
         if (t == OutType::BF16 && !ft) continue;  // bf16 reads the mixed-GEMM layout
