@@ -104,7 +104,7 @@ inline int64_t wide_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
   return std::max<int64_t>(1, std::min(sms / tiles, ktiles / 8));
 }
 
-// ---- the Hopper GEMM (hopper.cu): blocks of 64 or 128 rows of X by kHopperChannels channels ----
+// ---- the Hopper GEMM (hopper.cu): blocks of 48 to 128 rows of X by kHopperChannels channels ----
 
 constexpr int64_t kHopperChannels = 128;
 
