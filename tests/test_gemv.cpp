@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "gemv_cases.hpp"
@@ -314,12 +315,22 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
   CHECK(gemv::hopper_rows(256, 8192, 128, sms) == 64);
   CHECK(gemv::hopper_rows(128, 4096, 64, sms) == 64);
   CHECK(gemv::hopper_rows(72, 4096, 64, sms) == 48);
-  // The GPU tests' cases: 4096x4096 at 72 and 200 rows, 256x2048 at 72, 17024x6144 at 72.
-  CHECK(gemv::hopper_runs(gemv::hopper_tiles(72, 64, 4096), 64, sms) == 4);
-  CHECK(gemv::hopper_runs(gemv::hopper_tiles(200, 64, 4096), 64, sms) == 2);
-  CHECK(gemv::hopper_runs(gemv::hopper_tiles(72, 64, 256), 32, sms) == 4);
+  // The GPU tests' cases: 4096x4096 at 72 and 200 rows, 256x2048 at 72, 17024x6144 at 72, 17152x6144
+  // at 72 to 200. Runs of K as the launcher counts them, from the rows it launches.
+  const auto runs_of = [&](int64_t m, int64_t n, int64_t ktiles) {
+    return gemv::hopper_runs(gemv::hopper_tiles(m, gemv::hopper_rows(m, n, ktiles, sms), n), ktiles, sms);
+  };
+  CHECK(runs_of(72, 4096, 64) == 4);
+  CHECK(runs_of(200, 4096, 64) == 2);
+  CHECK(runs_of(72, 256, 32) == 4);
   CHECK(gemv::hopper_rows(72, 17024, 96, sms) == 80);
-  CHECK(gemv::hopper_runs(gemv::hopper_tiles(72, 128, 17024), 96, sms) == 1);
+  CHECK(runs_of(72, 17024, 96) == 1);
+  for (const auto& [m, rows] :
+       {std::pair<int64_t, int64_t>{72, 80}, {90, 96}, {112, 112}, {128, 128}, {200, 112}}) {
+    CAPTURE(m);
+    CHECK(gemv::hopper_rows(m, 17152, 96, sms) == rows);
+    CHECK(runs_of(m, 17152, 96) == 1);
+  }
 }
 
 // Where the fenced form's split tiles meet (gemv::slot_split): in slots for grids of tiles x s with
