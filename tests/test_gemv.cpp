@@ -264,37 +264,52 @@ TEST_CASE("gemv split: the wide GEMM's rows and runs of K") {
 TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
   const int64_t sms = 132;
   for (int64_t n : {128, 4096, 8192, 17024, 28672}) {
-    for (int64_t m : {65, 72, 128, 129, 200, 256}) {
-      for (int64_t ktiles : {2, 8, 64, 96, 128, 448}) {
+    for (int64_t m : {65, 72, 128, 129, 160, 192, 200, 208, 209, 256, 300, 600}) {
+      for (int64_t ktiles : {2, 8, 16, 64, 96, 128, 448}) {
         CAPTURE(n);
         CAPTURE(m);
         CAPTURE(ktiles);
         const int64_t rows = gemv::hopper_rows(m, n, ktiles, sms);
-        REQUIRE((rows >= 48 && rows <= 128 && rows % 16 == 0));
+        REQUIRE((rows >= 48 && rows <= 256 && rows % 16 == 0));
         // Whole blocks of rows by every 128-channel tile: enough rows for M, none of them empty.
         const int64_t tiles = gemv::hopper_tiles(m, rows, n), per_row_block = n / gemv::kHopperChannels;
         REQUIRE(tiles % per_row_block == 0);
         CHECK(tiles / per_row_block * rows >= m);
         CHECK((tiles / per_row_block - 1) * rows < m);
-        // As many blocks as blocks of 128 rows (over 64) or 64 would take, each padded by under 16 rows.
-        const int64_t most = rows > 64 ? 128 : 64, blocks = tiles / per_row_block;
+        // As many blocks as blocks of 256 rows (over 128), 128 (over 64) or 64 would take, each padded by
+        // under 16 rows.
+        const int64_t most = rows > 128 ? 256 : rows > 64 ? 128 : 64, blocks = tiles / per_row_block;
         CHECK(blocks == (m + most - 1) / most);
         CHECK(blocks * rows - m < 16 * blocks);
-        const int64_t runs = gemv::hopper_runs(tiles, ktiles, sms);
+        const int64_t per_sm = gemv::hopper_blocks_per_sm(rows);
+        CHECK(per_sm == (rows > 128 ? 1 : 2));
+        const int64_t runs = gemv::hopper_runs(tiles, ktiles, sms, rows);
         CHECK(runs >= 1);
-        if (tiles >= 2 * sms) CHECK(runs == 1);
+        if (tiles >= per_sm * sms) CHECK(runs == 1);
         if (runs > 1) {
-          CHECK(tiles * runs <= 2 * sms);
+          CHECK(tiles * runs <= per_sm * sms);
           CHECK(ktiles / runs >= 8);
-          // One more run would leave a run under 8 tiles of K or more blocks than two a multiprocessor.
-          CHECK((tiles * (runs + 1) > 2 * sms || ktiles / (runs + 1) < 8));
+          // One more run would leave a run under 8 tiles of K or more blocks than fit at once.
+          CHECK((tiles * (runs + 1) > per_sm * sms || ktiles / (runs + 1) < 8));
         }
-        // Blocks over 64 rows only where their runs stay long.
-        if (rows > 64) CHECK(ktiles / runs >= 96);
+        // Blocks over 128 rows from 129 rows of X only, and where K stays whole or is cut in two runs,
+        // those of two runs up to 208 rows.
+        if (rows > 128) {
+          CHECK(m > 128);
+          CHECK((runs == 1 || (runs == 2 && rows <= 208)));
+        } else if (m > 128) {
+          // Blocks of up to 256 rows were refused: the rows they would take need more runs.
+          const int64_t big_rows = gemv::hopper_fit(m, 256);
+          const int64_t big_runs =
+              gemv::hopper_runs(gemv::hopper_tiles(m, big_rows, n), ktiles, sms, big_rows);
+          CHECK((big_runs > 2 || (big_runs == 2 && big_rows > 208)));
+        }
+        // Blocks of 65-128 rows only where their runs stay long.
+        if (rows > 64 && rows <= 128) CHECK(ktiles / runs >= 96);
       }
     }
   }
-  // The measured cases (notes/performance.md, h1): N, then K / 64.
+  // The measured cases (notes/performance.md, h1 and h5): N, then K / 64.
   CHECK_FALSE(gemv::hopper_takes(64));  // up to 64 rows the GEMV forms stay
   CHECK(gemv::hopper_takes(65));
   CHECK(gemv::hopper_rows(72, 28672, 128, sms) == 80);  // 224 tiles, the whole K each
@@ -302,23 +317,31 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
   CHECK(gemv::hopper_rows(90, 28672, 128, sms) == 96);
   CHECK(gemv::hopper_rows(100, 28672, 128, sms) == 112);
   CHECK(gemv::hopper_rows(128, 28672, 128, sms) == 128);
-  CHECK(gemv::hopper_rows(129, 28672, 128, sms) == 80);  // two blocks of 65 and 64 rows
-  CHECK(gemv::hopper_rows(200, 28672, 128, sms) == 112);
-  CHECK(gemv::hopper_rows(256, 28672, 128, sms) == 128);
-  CHECK(gemv::hopper_rows(72, 8192, 448, sms) == 80);  // 8192x28672: 64 tiles, runs of 112
-  CHECK(gemv::hopper_rows(256, 8192, 448, sms) == 128);
-  CHECK(gemv::hopper_rows(72, 8192, 128, sms) == 48);  // 8192x8192: 128-row runs would be 32 long
+  CHECK(gemv::hopper_rows(129, 28672, 128, sms) == 144);  // one block alone a multiprocessor
+  CHECK(gemv::hopper_rows(192, 28672, 128, sms) == 192);
+  CHECK(gemv::hopper_rows(200, 28672, 128, sms) == 208);
+  CHECK(gemv::hopper_rows(256, 28672, 128, sms) == 256);
+  CHECK(gemv::hopper_rows(300, 28672, 128, sms) == 160);  // two blocks of 150 rows
+  CHECK(gemv::hopper_rows(72, 8192, 448, sms) == 80);     // 8192x28672: 64 tiles, runs of 112
+  CHECK(gemv::hopper_rows(129, 8192, 448, sms) == 144);   // two runs of 224
+  CHECK(gemv::hopper_rows(200, 8192, 448, sms) == 208);
+  CHECK(gemv::hopper_rows(256, 8192, 448, sms) == 128);  // 256 rows would meet in two runs
+  CHECK(gemv::hopper_rows(72, 8192, 128, sms) == 48);    // 8192x8192: 128-row runs would be 32 long
   CHECK(gemv::hopper_rows(96, 8192, 128, sms) == 48);
   CHECK(gemv::hopper_rows(97, 8192, 128, sms) == 64);
-  CHECK(gemv::hopper_rows(129, 8192, 128, sms) == 48);  // three blocks of 43 rows
-  CHECK(gemv::hopper_rows(200, 8192, 128, sms) == 64);
+  CHECK(gemv::hopper_rows(129, 8192, 128, sms) == 144);  // two runs of 64
+  CHECK(gemv::hopper_rows(200, 8192, 128, sms) == 208);
   CHECK(gemv::hopper_rows(256, 8192, 128, sms) == 64);
   CHECK(gemv::hopper_rows(128, 4096, 64, sms) == 64);
   CHECK(gemv::hopper_rows(72, 4096, 64, sms) == 48);
+  CHECK(gemv::hopper_rows(129, 4096, 64, sms) == 48);  // 144 rows would take four runs
+  CHECK(gemv::hopper_rows(200, 4096, 64, sms) == 64);
   // The GPU tests' cases: 4096x4096 at 72 and 200 rows, 256x2048 at 72, 17024x6144 at 72, 17152x6144
-  // at 72 to 200. Runs of K as the launcher counts them, from the rows it launches.
+  // at 72 to 200, and blocks over 128 rows: 8192x1024 at 160, 17024x1024 at 144, 17152x1024 at 256.
+  // Runs of K as the launcher counts them, from the rows it launches.
   const auto runs_of = [&](int64_t m, int64_t n, int64_t ktiles) {
-    return gemv::hopper_runs(gemv::hopper_tiles(m, gemv::hopper_rows(m, n, ktiles, sms), n), ktiles, sms);
+    const int64_t rows = gemv::hopper_rows(m, n, ktiles, sms);
+    return gemv::hopper_runs(gemv::hopper_tiles(m, rows, n), ktiles, sms, rows);
   };
   CHECK(runs_of(72, 4096, 64) == 4);
   CHECK(runs_of(200, 4096, 64) == 2);
@@ -326,11 +349,17 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
   CHECK(gemv::hopper_rows(72, 17024, 96, sms) == 80);
   CHECK(runs_of(72, 17024, 96) == 1);
   for (const auto& [m, rows] :
-       {std::pair<int64_t, int64_t>{72, 80}, {90, 96}, {112, 112}, {128, 128}, {200, 112}}) {
+       {std::pair<int64_t, int64_t>{72, 80}, {90, 96}, {112, 112}, {128, 128}, {200, 208}}) {
     CAPTURE(m);
     CHECK(gemv::hopper_rows(m, 17152, 96, sms) == rows);
     CHECK(runs_of(m, 17152, 96) == 1);
   }
+  CHECK(gemv::hopper_rows(160, 8192, 16, sms) == 160);  // 64 tiles in pairs, two runs that meet
+  CHECK(runs_of(160, 8192, 16) == 2);
+  CHECK(gemv::hopper_rows(144, 17024, 16, sms) == 144);  // 133 tiles, single blocks
+  CHECK(runs_of(144, 17024, 16) == 1);
+  CHECK(gemv::hopper_rows(256, 17152, 16, sms) == 256);  // 134 tiles in pairs, two wgmma of 128
+  CHECK(runs_of(256, 17152, 16) == 1);
 }
 
 // Where the fenced form's split tiles meet (gemv::slot_split): in slots for grids of tiles x s with

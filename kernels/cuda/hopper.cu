@@ -13,21 +13,20 @@
 // 16-byte pieces swizzled by row (piece ^ row % 8), the 128-byte swizzle the tensor cores read
 // through the matrix descriptor (8-row atoms 1024 bytes apart, each stage 1024-byte aligned).
 //
-// A block of two warpgroups owns 128 channels by BN tokens (48 to 128 in steps of 16, fitted to M by
-// gemv::hopper_rows, since the tensor cores' work grows with BN, padding included) for a run of
-// K, two blocks a multiprocessor. A ring of stages holds per 64 rows of K the X rows, the weights
-// (32 column groups of 128 bytes, in the 128-byte swizzle too, which keeps the lanes' word reads
-// free of bank conflicts) and the scale row. The copy engine fills it (three boxes of tensor maps a
-// stage, issued by thread 0); a stage's `full` mbarrier completes when its bytes have landed and its
-// `empty` one when every thread is done with it, so no block-wide barrier paces the loop. Blocks of
-// 112 and 128 rows pair up in clusters of two that share their X rows (each copies half into both).
-// Each 64-row tile is four wgmma. Unlike the other kernels, which add a group's products in fp32 and
-// meet its scale once per output, here each weight pair is multiplied by its scale in the operand
-// type (one mul.rn.f16x2 / bf16x2 a register, q * s rounded once, as Marlin does), so that one set of
-// accumulators runs over all of K and no tile waits for its products before the next is issued: the
-// next tile is dequantized while they run. Where the tiles do not fill two blocks a multiprocessor K
-// is cut into runs that meet in the workspace (gemv::hopper_runs). Measured in notes/performance.md,
-// h1 to h4.
+// A block of two warpgroups owns 128 channels by BN tokens (48 to 256 in steps of 16, fitted to M by
+// gemv::hopper_rows, since the tensor cores' work grows with BN, padding included) for a run of K:
+// two blocks a multiprocessor up to 128 rows, one above (a k16 chunk then two wgmma). A ring of stages holds
+// per 64 rows of K the X rows, the weights (32 column groups of 128 bytes, in the 128-byte swizzle too, which
+// keeps the lanes' word reads free of bank conflicts) and the scale row. The copy engine fills it (three
+// boxes of tensor maps a stage, issued by thread 0); a stage's `full` mbarrier completes when its bytes have
+// landed and its `empty` one when every thread is done with it, so no block-wide barrier paces the loop.
+// Blocks of 112 rows and more pair up in clusters of two that share their X rows (each copies half into
+// both). Each 64-row tile is four k16 chunks. Unlike the other kernels, which add a group's products in fp32
+// and meet its scale once per output, here each weight pair is multiplied by its scale in the operand type
+// (one mul.rn.f16x2 / bf16x2 a register, q * s rounded once, as Marlin does), so that one set of accumulators
+// runs over all of K and no tile waits for its products before the next is issued: the next tile is
+// dequantized while they run. Where the tiles do not fill the multiprocessors' blocks K is cut into runs that
+// meet in the workspace (gemv::hopper_runs). Measured in notes/performance.md, h1 to h5.
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -50,19 +49,27 @@ constexpr int kChannels = static_cast<int>(gemv::kHopperChannels);  // 64 a warp
 // column groups of 128 bytes, 128-byte swizzle) and their scale row.
 template <int BN>
 struct Shape {
-  // Stages of the ring: 6 for blocks of up to 64 rows (64 measured the same with 4, 6 and 8:
-  // notes/performance.md, h2), 5 for the larger ones (what 128 rows leave room for at two blocks a
-  // multiprocessor).
-  static constexpr int kStages = BN <= 64 ? 6 : 5;
+  static constexpr int kBlocks = static_cast<int>(gemv::hopper_blocks_per_sm(BN));
   static constexpr int kXBytes = BN * 128;
   static constexpr int kWBytes = kChannels * 32;
   static constexpr int kSBytes = kChannels * 2;
   static constexpr int kStageBytes = (kXBytes + kWBytes + kSBytes + 1023) / 1024 * 1024;
+  // Stages of the ring: 6 for blocks of up to 64 rows (64 measured the same with 4, 6 and 8:
+  // notes/performance.md, h2), 5 for those up to 128 (what 128 rows leave room for at two blocks a
+  // multiprocessor). A block alone on its multiprocessor takes 8 where they fit (up to 176 rows), else
+  // 4: a power of two, whose stage index is a mask. With 7 (as many as fit), ptxas moved the stage
+  // arithmetic of the 192-row loop out of the uniform registers and that block ran 1.19-1.24x slower
+  // (notes/performance.md, h5).
+  static constexpr int kStages = BN <= 64 ? 6 : BN <= 128 ? 5 : 8 * kStageBytes <= 227 * 1024 - 2048 ? 8 : 4;
   // + room to align the ring to 1024 bytes (the swizzle's period), + the barriers.
   static constexpr int kSmem = kStages * kStageBytes + 1024 + 2 * kStages * 8;
-  // Two blocks a multiprocessor: 228 KB of shared memory, 1 KB of it the system's a block.
-  static_assert(2 * (kSmem + 1024) <= 228 * 1024);
+  // 228 KB of shared memory a multiprocessor, 1 KB of it the system's a block.
+  static_assert(kBlocks * (kSmem + 1024) <= 228 * 1024);
   static constexpr int R = BN / 2;  // accumulators a thread
+  // Tokens of the first wgmma a k16 chunk and of the second, if any: above 128 rows (wgmma's N goes to
+  // 256, but the operand lists here stop at 128) a k16 chunk is two wgmma of about half the rows each.
+  static constexpr int N1 = BN <= 128 ? BN : (BN / 2 + 15) / 16 * 16;
+  static constexpr int N2 = BN - N1;
 };
 
 // The stage that frees at step i is refilled at step i + kLag, so that the thread issuing the refill
@@ -150,9 +157,9 @@ __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) {
   return d;
 }
 
-#define DQL_F8(d, i)                                                                          \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-      "+f"(d[i + 6]), "+f"(d[i + 7])
+#define DQL_F8(d, i)                                                                              \
+  "+f"(d[O + i]), "+f"(d[O + i + 1]), "+f"(d[O + i + 2]), "+f"(d[O + i + 3]), "+f"(d[O + i + 4]), \
+      "+f"(d[O + i + 5]), "+f"(d[O + i + 6]), "+f"(d[O + i + 7])
 // The operands of m64nNk16 for N = 48 to 128 in steps of 16 (one wgmma instruction each, N a literal):
 // DQL_DN lists N / 2 accumulators, the four A registers and the descriptor; DQL_ON binds the
 // accumulators; DQL_KEEPN is the index of `keep`, after them.
@@ -204,12 +211,12 @@ __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b) {
 #define DQL_KEEP112 "61"
 #define DQL_KEEP128 "69"
 
-// d (+)= A (64 x 16, four registers a thread) x B (16 x N, the descriptor), the sum kept where
-// `keep` is set. The accumulators of a warp: d[4j + e] is channel row g + 8 (e / 2) of its 16, token
-// 8j + 2r + e % 2.
-template <OutType T, int N>
-__device__ __forceinline__ void wgmma(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc, int keep) {
-  static_assert(N % 16 == 0 && N >= 48 && N <= 128);
+// d[O, O + N / 2) (+)= A (64 x 16, four registers a thread) x B (16 x N, the descriptor), the sum kept
+// where `keep` is set. The accumulators of a warp: d[O + 4j + e] is channel row g + 8 (e / 2) of its
+// 16, token 8j + 2r + e % 2 of B's N.
+template <OutType T, int N, int O, int R>
+__device__ __forceinline__ void wgmma(float (&d)[R], const uint32_t (&a)[4], uint64_t desc, int keep) {
+  static_assert(N % 16 == 0 && N >= 48 && N <= 128 && O + N / 2 <= R);
   constexpr bool f16 = T == OutType::F16;
 #define DQL_WGMMA_IF(NN)     \
   if constexpr (N == NN) {   \
@@ -251,7 +258,7 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], const uint32_t (&a)[4],
 // xmap: X, [M rows][K halves], boxes of BN / cluster rows x 64; wmap: the weights, [N / 4 column
 // groups][K / 2 words], boxes of 32 x 32; smap: the scales, [K / G rows][N halves], boxes of 1 x 128.
 template <OutType T, bool NAIVE, int BN>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, Shape<BN>::kBlocks)
     hopper_kernel(Args a, const __grid_constant__ CUtensorMap xmap, const __grid_constant__ CUtensorMap wmap,
                   const __grid_constant__ CUtensorMap smap) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -359,7 +366,12 @@ __global__ void __launch_bounds__(kThreads, 2)
     hold(acc);
     wg_fence();
 #pragma unroll
-    for (int q = 0; q < 4; ++q) wgmma<T, BN>(acc, frag[q], desc + 2 * q, q > 0 || k > 0);
+    for (int q = 0; q < 4; ++q) {
+      wgmma<T, S::N1, 0>(acc, frag[q], desc + 2 * q, q > 0 || k > 0);
+      // The rows of X after the first N1 (their 8-row atoms N1 / 8 further on).
+      if constexpr (S::N2 > 0)
+        wgmma<T, S::N2, S::N1 / 2>(acc, frag[q], desc + 2 * q + S::N1 * 8, q > 0 || k > 0);
+    }
     wg_commit();
   };
   // One step: tile k's products are issued; once tile k - 1's are done its stage is released, thread 0
@@ -413,11 +425,12 @@ std::string status(cudaError_t e, bool wait) {
   return std::string("the Hopper GEMM kernel failed on the GPU: ") + cudaGetErrorString(e);
 }
 
-// Blocks of 112 and 128 rows pair up in clusters of two where the channel blocks do (N a multiple of
+// Blocks of 112 rows and more pair up in clusters of two where the channel blocks do (N a multiple of
 // 256): each copies half of the X rows into both, which halves what X takes of the L2's bandwidth.
 // Against single blocks on 28672x8192 and 8192x28672: 1.01-1.17x with 128 rows at 72-256 rows of X
 // (h2), 0.99-1.02x with 112 and 128 rows at 112-256, 0.99x with 80 and 96 rows (h3); blocks of 64
-// rows measured 0.94-0.99x so. The smaller blocks stay single (notes/performance.md).
+// rows measured 0.94-0.99x so. The smaller blocks stay single; those over 128 rows were measured in
+// pairs only (h5; notes/performance.md).
 template <OutType T, bool NAIVE, int BN>
 std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
   using S = Shape<BN>;
@@ -435,7 +448,7 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
   std::call_once(
       raised, [&] { cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem); });
   const int64_t tiles = gemv::hopper_tiles(io.m, BN, io.n);
-  const Args a{io, static_cast<int>(gemv::hopper_runs(tiles, io.k / 64, sms)), cl};
+  const Args a{io, static_cast<int>(gemv::hopper_runs(tiles, io.k / 64, sms, BN)), cl};
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles * a.runs));
   cfg.blockDim = dim3(kThreads);
@@ -450,24 +463,24 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
   return status(cudaLaunchKernelEx(&cfg, kernel, a, xmap, wmap, smap), wait);
 }
 
-template <OutType T, bool NAIVE>
-std::optional<std::string> launch_t(const FtIo& io, int sms, bool wait) {
-  switch (gemv::hopper_rows(io.m, io.n, io.k / 64, sms)) {
-    case 48: return launch_bn<T, NAIVE, 48>(io, sms, wait);
-    case 64: return launch_bn<T, NAIVE, 64>(io, sms, wait);
-    case 80: return launch_bn<T, NAIVE, 80>(io, sms, wait);
-    case 96: return launch_bn<T, NAIVE, 96>(io, sms, wait);
-    case 112: return launch_bn<T, NAIVE, 112>(io, sms, wait);
-    default: return launch_bn<T, NAIVE, 128>(io, sms, wait);
+// The instance for `rows` (gemv::hopper_rows: a multiple of 16 from 48 to 256), found from 48 up.
+template <OutType T, bool NAIVE, int BN = 48>
+std::optional<std::string> launch_t(int64_t rows, const FtIo& io, int sms, bool wait) {
+  if constexpr (BN < 256) {
+    if (rows > BN) return launch_t<T, NAIVE, BN + 16>(rows, io, sms, wait);
   }
+  return launch_bn<T, NAIVE, BN>(io, sms, wait);
 }
 
 }  // namespace
 
 std::optional<std::string> launch_hopper_gemm(const FtIo& io, OutType t, bool naive, int sms, bool wait) {
+  const int64_t rows = gemv::hopper_rows(io.m, io.n, io.k / 64, sms);
   if (t == OutType::F16)
-    return naive ? launch_t<OutType::F16, true>(io, sms, wait) : launch_t<OutType::F16, false>(io, sms, wait);
-  return naive ? launch_t<OutType::BF16, true>(io, sms, wait) : launch_t<OutType::BF16, false>(io, sms, wait);
+    return naive ? launch_t<OutType::F16, true>(rows, io, sms, wait)
+                 : launch_t<OutType::F16, false>(rows, io, sms, wait);
+  return naive ? launch_t<OutType::BF16, true>(rows, io, sms, wait)
+               : launch_t<OutType::BF16, false>(rows, io, sms, wait);
 }
 
 }  // namespace dql::cuda::io

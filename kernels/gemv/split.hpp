@@ -104,7 +104,7 @@ inline int64_t wide_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
   return std::max<int64_t>(1, std::min(sms / tiles, ktiles / 8));
 }
 
-// ---- the Hopper GEMM (hopper.cu): blocks of 48 to 128 rows of X by kHopperChannels channels ----
+// ---- the Hopper GEMM (hopper.cu): blocks of 48 to 256 rows of X by kHopperChannels channels ----
 
 constexpr int64_t kHopperChannels = 128;
 
@@ -118,25 +118,45 @@ inline int64_t hopper_tiles(int64_t m, int64_t rows, int64_t n) {
   return (m + rows - 1) / rows * (n / kHopperChannels);
 }
 
-// Runs of K a tile (the grid is tiles x runs): one where the tiles fill two blocks a multiprocessor;
+// Blocks a multiprocessor: two of up to 128 rows; one above (its BN / 2 accumulators a thread take the
+// registers of two blocks).
+constexpr int64_t hopper_blocks_per_sm(int64_t rows) { return rows > 128 ? 1 : 2; }
+
+// Runs of K a tile (the grid is tiles x runs): one where the tiles fill the multiprocessors' blocks;
 // else as many as fill them, each at least 8 of the 64-row tiles of K (`ktiles` in all).
-inline int64_t hopper_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
-  return wide_runs(tiles, ktiles, 2 * sms);
+inline int64_t hopper_runs(int64_t tiles, int64_t ktiles, int64_t sms, int64_t rows) {
+  return wide_runs(tiles, ktiles, hopper_blocks_per_sm(rows) * sms);
 }
 
-// Rows of X a block, a multiple of 16 from 48 to 128 (wgmma's N: the tensor cores' work a step is in
-// proportion to it). At most 128 where the runs of 128-row tiles keep at least 96 of K's 64-row tiles
-// each, else at most 64. A larger block dequantizes each weight for more rows, but its fewer tiles are
-// cut into shorter runs, whose start and meeting then cost more than the dequant saves. H100, 65-256
-// rows: 128 rows 1.05-1.43x faster on 28672x8192 and 8192x28672, 64 rows 1.12-2.33x faster on
-// 8192x8192 and 4096x4096 (notes/performance.md, h1). M is then shared evenly by the fewest blocks of
-// at most that many rows, rounded up to 16, so that the padding a block multiplies stays under 16
-// rows: 72 rows take 80 instead of 128, or two blocks of 48 instead of 64 (notes/performance.md, h3 and
-// h4).
-inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
-  const int64_t most = ktiles / hopper_runs(hopper_tiles(m, 128, n), ktiles, sms) >= 96 ? 128 : 64;
+// M shared evenly by the fewest blocks of at most `most` rows, rounded up to 16 (wgmma's N steps), so
+// that the padding a block multiplies stays under 16 rows.
+inline int64_t hopper_fit(int64_t m, int64_t most) {
   const int64_t blocks = (m + most - 1) / most;
   return std::max<int64_t>(48, ((m + blocks - 1) / blocks + 15) / 16 * 16);
+}
+
+// Rows of X a block, a multiple of 16 from 48 to 256 (wgmma's N: the tensor cores' work a step is in
+// proportion to it, padding included).
+// - From 129 rows, blocks of up to 256 rows alone on their multiprocessor, which dequantize each
+//   weight once for all of them, where K stays whole or is cut into two runs of up to 208 rows: their
+//   runs meet by fp32 atomics, whose cost grows with the rows. H100, against the blocks of up to 128
+//   below: 1.05-1.12x on 28672x8192 and 8192x28672 at 129-256 rows (two runs on 8192x28672, so not at
+//   256), 1.02-1.39x on 8192x8192 at 129-200, and 0.50-0.90x where 4096x4096 takes four runs
+//   (notes/performance.md, h5).
+// - Else at most 128 where the runs of 128-row tiles keep at least 96 of K's 64-row tiles each, else
+//   at most 64. A larger block dequantizes each weight for more rows, but its fewer tiles are cut into
+//   shorter runs, whose start and meeting then cost more than the dequant saves. H100, 65-256 rows: 128
+//   rows 1.05-1.43x faster on 28672x8192 and 8192x28672, 64 rows 1.12-2.33x faster on 8192x8192 and
+//   4096x4096 (notes/performance.md, h1). 72 rows take 80 instead of 128, or two blocks of 48 instead
+//   of 64 (notes/performance.md, h3 and h4).
+inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
+  if (m > 128) {
+    const int64_t rows = hopper_fit(m, 256);
+    const int64_t runs = hopper_runs(hopper_tiles(m, rows, n), ktiles, sms, rows);
+    if (runs == 1 || (runs == 2 && rows <= 208)) return rows;
+  }
+  const int64_t most = ktiles / hopper_runs(hopper_tiles(m, 128, n), ktiles, sms, 128) >= 96 ? 128 : 64;
+  return hopper_fit(m, most);
 }
 
 }  // namespace dql::gemv

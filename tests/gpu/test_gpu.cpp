@@ -534,8 +534,11 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // 72 rows (64 tiles of 48 rows), fp16 and bf16, and into two at 200 rows (128 tiles of 64); 17024 x 6144
   // at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks
   // of 80 rows at 72 and of 96 at 90, single, and in clusters of two that share X blocks of 128 at 128
-  // rows and two blocks of 112 at 200 (fp16), one of 112 at 112 (bf16). The same shapes told compute
-  // capability 8.9 take the mma.sync GEMM of older devices: two runs at 72 rows, the whole K at 200.
+  // rows and of 208 at 200 (fp16), of 112 at 112 (bf16). Blocks over 128 rows, alone on their
+  // multiprocessor, each k16 chunk two wgmma: 8192 x 1024 at 160 rows (64 tiles in clusters, two runs
+  // that meet), fp16 and bf16, 17024 x 1024 at 144 (133 single blocks), 17152 x 1024 at 256 (two wgmma
+  // of 128). The same shapes told compute capability 8.9 take the mma.sync GEMM of older devices: two
+  // runs at 72 rows, the whole K at 200.
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -566,6 +569,10 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       {17024, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}},
       {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 90, 128, 200}},
       {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {112}, OutType::BF16},
+      {8192, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {160}},
+      {8192, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {160}, OutType::BF16},
+      {17024, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {144}},
+      {17152, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {256}},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}, OutType::F16, 89},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16, 89}};
   for (const Run& run : runs) {
