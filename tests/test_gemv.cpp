@@ -270,19 +270,23 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
         CAPTURE(m);
         CAPTURE(ktiles);
         const int64_t rows = gemv::hopper_rows(m, n, ktiles, sms);
-        REQUIRE((rows >= 48 && rows <= 256 && rows % 16 == 0));
+        REQUIRE(rows >= gemv::kHopperLeastRows);
+        REQUIRE(rows <= gemv::kHopperLoneRows);
+        REQUIRE(rows % gemv::kHopperRowStep == 0);
         // Whole blocks of rows by every 128-channel tile: enough rows for M, none of them empty.
         const int64_t tiles = gemv::hopper_tiles(m, rows, n), per_row_block = n / gemv::kHopperChannels;
         REQUIRE(tiles % per_row_block == 0);
         CHECK(tiles / per_row_block * rows >= m);
         CHECK((tiles / per_row_block - 1) * rows < m);
-        // As many blocks as blocks of 256 rows (over 128), 128 (over 64) or 64 would take, each padded by
-        // under 16 rows.
-        const int64_t most = rows > 128 ? 256 : rows > 64 ? 128 : 64, blocks = tiles / per_row_block;
+        // As many blocks as blocks of the most rows of their kind would take (alone, a pair, or at most
+        // kWideRows), each padded by under one step of rows.
+        const int64_t most = rows > gemv::kHopperPairRows ? gemv::kHopperLoneRows
+                             : rows > gemv::kWideRows     ? gemv::kHopperPairRows
+                                                          : gemv::kWideRows;
+        const int64_t blocks = tiles / per_row_block;
         CHECK(blocks == (m + most - 1) / most);
-        CHECK(blocks * rows - m < 16 * blocks);
+        CHECK(blocks * rows - m < gemv::kHopperRowStep * blocks);
         const int64_t per_sm = gemv::hopper_blocks_per_sm(rows);
-        CHECK(per_sm == (rows > 128 ? 1 : 2));
         const int64_t runs = gemv::hopper_runs(tiles, ktiles, sms, rows);
         CHECK(runs >= 1);
         if (tiles >= per_sm * sms) CHECK(runs == 1);
@@ -292,20 +296,25 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
           // One more run would leave a run under 8 tiles of K or more blocks than fit at once.
           CHECK((tiles * (runs + 1) > per_sm * sms || ktiles / (runs + 1) < 8));
         }
-        // Blocks over 128 rows from 129 rows of X only, and where K stays whole or is cut in two runs,
-        // those of two runs up to 208 rows.
-        if (rows > 128) {
-          CHECK(m > 128);
-          CHECK((runs == 1 || (runs == 2 && rows <= 208)));
-        } else if (m > 128) {
-          // Blocks of up to 256 rows were refused: the rows they would take need more runs.
-          const int64_t big_rows = gemv::hopper_fit(m, 256);
-          const int64_t big_runs =
-              gemv::hopper_runs(gemv::hopper_tiles(m, big_rows, n), ktiles, sms, big_rows);
-          CHECK((big_runs > 2 || (big_runs == 2 && big_rows > 208)));
+        // Blocks alone on their multiprocessor for more rows of X than a pair takes only, and where K
+        // stays whole or is cut in two runs, those of two runs up to kHopperLoneRunRows rows.
+        if (rows > gemv::kHopperPairRows) {
+          CHECK(m > gemv::kHopperPairRows);
+          CHECK(per_sm == 1);
+          CHECK((runs == 1 || (runs == 2 && rows <= gemv::kHopperLoneRunRows)));
+        } else {
+          CHECK(per_sm == 2);
+          if (m > gemv::kHopperPairRows) {
+            // Blocks alone were refused: the rows they would take need more runs.
+            const int64_t lone_rows = gemv::hopper_fit(m, gemv::kHopperLoneRows);
+            const int64_t lone_runs =
+                gemv::hopper_runs(gemv::hopper_tiles(m, lone_rows, n), ktiles, sms, lone_rows);
+            CHECK((lone_runs > 2 || (lone_runs == 2 && lone_rows > gemv::kHopperLoneRunRows)));
+          }
         }
-        // Blocks of 65-128 rows only where their runs stay long.
-        if (rows > 64 && rows <= 128) CHECK(ktiles / runs >= 96);
+        // Blocks of a pair over kWideRows rows only where their runs stay long.
+        if (rows > gemv::kWideRows && rows <= gemv::kHopperPairRows)
+          CHECK(ktiles / runs >= gemv::kHopperPairLeastRun);
       }
     }
   }

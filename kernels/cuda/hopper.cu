@@ -464,10 +464,11 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
 }
 
 // The instance for `rows` (gemv::hopper_rows: a multiple of 16 from 48 to 256), found from 48 up.
-template <OutType T, bool NAIVE, int BN = 48>
+template <OutType T, bool NAIVE, int BN = static_cast<int>(gemv::kHopperLeastRows)>
 std::optional<std::string> launch_t(int64_t rows, const FtIo& io, int sms, bool wait) {
-  if constexpr (BN < 256) {
-    if (rows > BN) return launch_t<T, NAIVE, BN + 16>(rows, io, sms, wait);
+  if constexpr (BN < gemv::kHopperLoneRows) {
+    if (rows > BN)
+      return launch_t<T, NAIVE, BN + static_cast<int>(gemv::kHopperRowStep)>(rows, io, sms, wait);
   }
   return launch_bn<T, NAIVE, BN>(io, sms, wait);
 }

@@ -108,6 +108,18 @@ inline int64_t wide_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
 
 constexpr int64_t kHopperChannels = 128;
 
+// Its rows of X a block: multiples of kHopperRowStep (wgmma's N steps) from kHopperLeastRows; two
+// blocks a multiprocessor up to kHopperPairRows, one alone up to kHopperLoneRows, and of those alone
+// at most kHopperLoneRunRows where K is cut into two runs (hopper_rows says why).
+constexpr int64_t kHopperRowStep = 16;
+constexpr int64_t kHopperLeastRows = 48;
+constexpr int64_t kHopperPairRows = 128;
+constexpr int64_t kHopperLoneRows = 256;
+constexpr int64_t kHopperLoneRunRows = 208;
+// The runs of K of the blocks of up to kHopperPairRows rows keep at least this many of K's 64-row
+// tiles each, else the blocks take at most kWideRows rows.
+constexpr int64_t kHopperPairLeastRun = 96;
+
 // Where it takes over on compute capability 9.0: from 65 rows of X (up to 64 the GEMV forms stay).
 // At 65-128 rows of 28672x8192 it measured 1.53-1.87x faster than the passes of 64 rows, where the
 // mma.sync GEMM does not take over (notes/performance.md, h1).
@@ -120,7 +132,7 @@ inline int64_t hopper_tiles(int64_t m, int64_t rows, int64_t n) {
 
 // Blocks a multiprocessor: two of up to 128 rows; one above (its BN / 2 accumulators a thread take the
 // registers of two blocks).
-constexpr int64_t hopper_blocks_per_sm(int64_t rows) { return rows > 128 ? 1 : 2; }
+constexpr int64_t hopper_blocks_per_sm(int64_t rows) { return rows > kHopperPairRows ? 1 : 2; }
 
 // Runs of K a tile (the grid is tiles x runs): one where the tiles fill the multiprocessors' blocks;
 // else as many as fill them, each at least 8 of the 64-row tiles of K (`ktiles` in all).
@@ -132,7 +144,8 @@ inline int64_t hopper_runs(int64_t tiles, int64_t ktiles, int64_t sms, int64_t r
 // that the padding a block multiplies stays under 16 rows.
 inline int64_t hopper_fit(int64_t m, int64_t most) {
   const int64_t blocks = (m + most - 1) / most;
-  return std::max<int64_t>(48, ((m + blocks - 1) / blocks + 15) / 16 * 16);
+  const int64_t even = (m + blocks - 1) / blocks;
+  return std::max(kHopperLeastRows, (even + kHopperRowStep - 1) / kHopperRowStep * kHopperRowStep);
 }
 
 // Rows of X a block, a multiple of 16 from 48 to 256 (wgmma's N: the tensor cores' work a step is in
@@ -150,13 +163,13 @@ inline int64_t hopper_fit(int64_t m, int64_t most) {
 //   4096x4096 (notes/performance.md, h1). 72 rows take 80 instead of 128, or two blocks of 48 instead
 //   of 64 (notes/performance.md, h3 and h4).
 inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
-  if (m > 128) {
-    const int64_t rows = hopper_fit(m, 256);
+  if (m > kHopperPairRows) {
+    const int64_t rows = hopper_fit(m, kHopperLoneRows);
     const int64_t runs = hopper_runs(hopper_tiles(m, rows, n), ktiles, sms, rows);
-    if (runs == 1 || (runs == 2 && rows <= 208)) return rows;
+    if (runs == 1 || (runs == 2 && rows <= kHopperLoneRunRows)) return rows;
   }
-  const int64_t most = ktiles / hopper_runs(hopper_tiles(m, 128, n), ktiles, sms, 128) >= 96 ? 128 : 64;
-  return hopper_fit(m, most);
+  const int64_t pair_runs = hopper_runs(hopper_tiles(m, kHopperPairRows, n), ktiles, sms, kHopperPairRows);
+  return hopper_fit(m, ktiles / pair_runs >= kHopperPairLeastRun ? kHopperPairRows : kWideRows);
 }
 
 }  // namespace dql::gemv
