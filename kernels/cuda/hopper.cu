@@ -18,8 +18,9 @@
 // two blocks a multiprocessor up to 128 rows, one above (a k16 chunk then two wgmma). A ring of stages holds
 // per 64 rows of K the X rows, the weights (32 column groups of 128 bytes, in the 128-byte swizzle too, which
 // keeps the lanes' word reads free of bank conflicts) and the scale row. The copy engine fills it (three
-// boxes of tensor maps a stage, issued by thread 0); a stage's `full` mbarrier completes when its bytes have
-// landed and its `empty` one when every thread is done with it, so no block-wide barrier paces the loop.
+// boxes of tensor maps a stage, issued by the first thread of one warpgroup or the other, tile by tile: see
+// step below); a stage's `full` mbarrier completes when its bytes have landed and its `empty` one when every
+// thread is done with it, so no block-wide barrier paces the loop.
 // Blocks of 112 rows and more pair up in clusters of two that share their X rows (each copies half into
 // both). Each 64-row tile is four k16 chunks. Unlike the other kernels, which add a group's products in fp32
 // and meet its scale once per output, here each weight pair is multiplied by its scale in the operand type
@@ -297,8 +298,8 @@ __global__ void __launch_bounds__(kThreads, Shape<BN>::kBlocks)
     __syncthreads();
   }
 
-  // Thread 0 fills the stage of the run's k-th tile of K: its rows of X (into every block of the
-  // cluster), the weights and the scale row.
+  // Fills the stage of the run's k-th tile of K: its rows of X (into every block of the cluster), the
+  // weights and the scale row (thread 0 the first stages, then the refills' issuer, see step).
   const auto issue = [&](int k) {
     const int s = k % kS, kt = kt0 + k;
     unsigned char* st = ring + s * S::kStageBytes;
@@ -374,16 +375,21 @@ __global__ void __launch_bounds__(kThreads, Shape<BN>::kBlocks)
     }
     wg_commit();
   };
-  // One step: tile k's products are issued; once tile k - 1's are done its stage is released, thread 0
-  // refills the stage released kLag steps before, and tile k + 1 is dequantized into `next` (whose
-  // registers tile k - 1's products read until the wait) while tile k's products run.
+  // One step: tile k's products are issued; once tile k - 1's are done its stage is released, the stage
+  // released kLag steps before is refilled, and tile k + 1 is dequantized into `next` (whose registers
+  // tile k - 1's products read until the wait) while tile k's products run.
+  // The refills alternate between the first threads of the two warpgroups (even tiles thread 0, odd ones
+  // thread 128). With thread 0 issuing them all, its warpgroup, which waits for each refill's `empty`
+  // barrier and issues its copies, fell kS - 3 steps behind the other, which then waited at every step
+  // for tiles issued just in time (0.45 us of a 0.70 us step at 96 rows of 28672x8192, traced); in turns,
+  // 1.03-1.14x on 28672x8192, 8192x28672, 8192x8192 and 4096x4096 at 65-256 rows (notes/performance.md, p2).
   const auto step = [&](int k, uint32_t(&cur)[4][4], uint32_t(&next)[4][4]) {
     multiply(k, cur);
     wg_wait<1>();
     hold(next);
     if (k > 0) release(k - 1);
     const int freed = k - 1 - kLag;
-    if (tid == 0 && freed >= 0 && freed + kS < count) {
+    if (tid == ((freed + kS) % 2 == 0 ? 0 : kThreads / 2) && freed >= 0 && freed + kS < count) {
       mbar_wait(empty + freed % kS, (freed / kS) & 1);
       issue(freed + kS);
     }
