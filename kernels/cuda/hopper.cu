@@ -45,6 +45,10 @@ using recipes::OutType;
 
 constexpr int kThreads = 256;                                       // two warpgroups
 constexpr int kChannels = static_cast<int>(gemv::kHopperChannels);  // 64 a warpgroup
+// The rows of X a block may take (gemv::hopper_rows): kLeastRows to kLoneRows in steps of kRowStep.
+constexpr int kLeastRows = static_cast<int>(gemv::kHopperLeastRows);
+constexpr int kLoneRows = static_cast<int>(gemv::kHopperLoneRows);
+constexpr int kRowStep = static_cast<int>(gemv::kHopperRowStep);
 
 // A stage: BN rows of X (64 halves of K each, 128-byte swizzle), the weights of 128 channels (32
 // column groups of 128 bytes, 128-byte swizzle) and their scale row.
@@ -56,12 +60,15 @@ struct Shape {
   static constexpr int kSBytes = kChannels * 2;
   static constexpr int kStageBytes = (kXBytes + kWBytes + kSBytes + 1023) / 1024 * 1024;
   // Stages of the ring: 6 for blocks of up to 64 rows (64 measured the same with 4, 6 and 8:
-  // notes/performance.md, h2), 5 for those up to 128 (what 128 rows leave room for at two blocks a
-  // multiprocessor). A block alone on its multiprocessor takes 8 where they fit (up to 176 rows), else
+  // notes/performance.md, h2), 5 for the others two a multiprocessor, up to 128 rows (what 128 rows leave
+  // room for). A block alone on its multiprocessor takes 8 where they fit (up to 176 rows), else
   // 4: a power of two, whose stage index is a mask. With 7 (as many as fit), ptxas moved the stage
   // arithmetic of the 192-row loop out of the uniform registers and that block ran 1.19-1.24x slower
   // (notes/performance.md, h5).
-  static constexpr int kStages = BN <= 64 ? 6 : BN <= 128 ? 5 : 8 * kStageBytes <= 227 * 1024 - 2048 ? 8 : 4;
+  static constexpr int kStages = BN <= 64                               ? 6
+                                 : kBlocks == 2                         ? 5
+                                 : 8 * kStageBytes <= 227 * 1024 - 2048 ? 8
+                                                                        : 4;
   // + room to align the ring to 1024 bytes (the swizzle's period), + the barriers.
   static constexpr int kSmem = kStages * kStageBytes + 1024 + 2 * kStages * 8;
   // 228 KB of shared memory a multiprocessor, 1 KB of it the system's a block.
@@ -470,11 +477,10 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
 }
 
 // The instance for `rows` (gemv::hopper_rows: a multiple of 16 from 48 to 256), found from 48 up.
-template <OutType T, bool NAIVE, int BN = static_cast<int>(gemv::kHopperLeastRows)>
+template <OutType T, bool NAIVE, int BN = kLeastRows>
 std::optional<std::string> launch_t(int64_t rows, const FtIo& io, int sms, bool wait) {
-  if constexpr (BN < gemv::kHopperLoneRows) {
-    if (rows > BN)
-      return launch_t<T, NAIVE, BN + static_cast<int>(gemv::kHopperRowStep)>(rows, io, sms, wait);
+  if constexpr (BN < kLoneRows) {
+    if (rows > BN) return launch_t<T, NAIVE, BN + kRowStep>(rows, io, sms, wait);
   }
   return launch_bn<T, NAIVE, BN>(io, sms, wait);
 }
