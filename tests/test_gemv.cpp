@@ -293,6 +293,8 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
         if (runs > 1) {
           CHECK(tiles * runs <= per_sm * sms);
           CHECK(ktiles / runs >= 8);
+          // Every block's sums have their slot in the workspace (else K would stay whole).
+          CHECK(gemv::hopper_slots_fit(tiles * runs, rows, n, m));
           // One more run would leave a run under 8 tiles of K or more blocks than fit at once.
           CHECK((tiles * (runs + 1) > per_sm * sms || ktiles / (runs + 1) < 8));
         }
@@ -318,6 +320,10 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
       }
     }
   }
+  // The slots: 264 blocks of 80 rows by 128 channels at 65 rows of 28672x8192 take 2.7M floats of the
+  // workspace's 65 x 65536; blocks of 128 rows at 65 rows would not fit 400 of them.
+  CHECK(gemv::hopper_slots_fit(264, 80, 28672, 65));
+  CHECK_FALSE(gemv::hopper_slots_fit(400, 128, 4096, 65));
   // The measured cases (notes/performance.md, h1 and h5): N, then K / 64.
   CHECK_FALSE(gemv::hopper_takes(64));  // up to 64 rows the GEMV forms stay
   CHECK(gemv::hopper_takes(65));

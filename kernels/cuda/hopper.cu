@@ -27,7 +27,8 @@
 // (one mul.rn.f16x2 / bf16x2 a register, q * s rounded once, as Marlin does), so that one set of accumulators
 // runs over all of K and no tile waits for its products before the next is issued: the next tile is
 // dequantized while they run. Where the tiles do not fill the multiprocessors' blocks K is cut into runs that
-// meet in the workspace (gemv::hopper_runs). Measured in notes/performance.md, h1 to h5.
+// meet in the workspace (gemv::hopper_runs), in slots the tile's first run adds. Measured in
+// notes/performance.md, h1 to h5 and r1.
 #include <cuda_runtime.h>
 
 #include <mutex>
@@ -89,6 +90,20 @@ struct Args : FtIo {
   int runs;     // runs of K a tile
   int cluster;  // blocks a cluster (1 or 2): where 2, the pair shares its rows of X
 };
+
+// A tile's first run waits this long for the others' sums before it gives up (a trap): they are
+// launched before it and wait for nothing, so only a fault can hold them.
+constexpr unsigned long long kRunTimeoutNs = 4000000000ull;
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 
 // The shared-memory matrix descriptor of a K-major operand with the 128-byte swizzle: start address,
 // leading byte offset (unused with this swizzle: 1), stride byte offset 1024 (8 rows of 128 bytes).
@@ -285,7 +300,9 @@ __global__ void __launch_bounds__(kThreads, Shape<BN>::kBlocks)
   // Tokens, channels and tiles fit in 32 bits, as the copy engine's coordinates do: fewer registers
   // held through the loop.
   const int token_blocks = static_cast<int>((a.m + BN - 1) / BN);
-  const int part = static_cast<int>(blockIdx.x / cl % a.runs);
+  // The runs of a tile are launched last first, so that its first run, which adds the others' sums,
+  // starts after them.
+  const int part = a.runs - 1 - static_cast<int>(blockIdx.x / cl % a.runs);
   const int group_tile = static_cast<int>(blockIdx.x / cl / a.runs);
   const int tb = group_tile % token_blocks, cb = group_tile / token_blocks * cl + rank;
   const int tile = cb * token_blocks + tb, tok0 = tb * BN, ch0 = cb * kChannels;
@@ -418,11 +435,45 @@ __global__ void __launch_bounds__(kThreads, Shape<BN>::kBlocks)
   const int64_t tok_t = tok0 + 2 * r, ch_t = ch0 + c0;
   const auto tok_of = [&](int i) { return tok_t + 8 * (i / 4) + i % 2; };
   const auto ch_of = [&](int i) { return ch_t + 8 * ((i / 2) % 2); };
+  // Where K is cut into runs, each run but the first stores its sums in its block's slot of the workspace
+  // ([R / 4][kThreads] float4s a block, each thread its own) and counts itself on the tile's counter; the
+  // first run waits for the count, adds the slots in run order, clears them and writes the outputs.
+  // Against fp32 atomics into one sum a tile (each run adding its sums there, the last to arrive reading
+  // them back): 1.02-1.37x on 8192x28672, 8192x8192 and 4096x4096 at 65-256 rows (notes/performance.md, r1).
   if (a.runs > 1) {
-    const auto val = [&](int i) -> float& { return acc[i]; };
-    const auto at = [&](int i) { return tok_of(i) * a.n + ch_of(i); };
-    const auto live = [&](int i) { return tok_of(i) < a.m; };
-    if (!meet_runs<R>(val, at, live, a.sums, a.counters + tile, a.runs)) return;
+    float4* const slots = reinterpret_cast<float4*>(a.sums) + tid;
+    const auto slot_of = [&](int p) {  // the block of run p of this tile and rank
+      return static_cast<int64_t>((group_tile * a.runs + a.runs - 1 - p) * cl + rank) * (R / 4) * kThreads;
+    };
+    if (part > 0) {
+#pragma unroll
+      for (int j = 0; j < R / 4; ++j)
+        __stcg(slots + slot_of(part) + j * kThreads,
+               make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+      __threadfence();
+      __syncthreads();
+      if (tid == 0) atomicAdd(a.counters + tile, 1u);
+      return;
+    }
+    if (tid == 0) {
+      const unsigned long long since = global_ns();
+      while (load_acquire(a.counters + tile) != static_cast<unsigned>(a.runs - 1))
+        if (global_ns() - since > kRunTimeoutNs) __trap();  // a run of the tile never stored its sums
+      a.counters[tile] = 0u;
+    }
+    __syncthreads();
+    for (int p = 1; p < a.runs; ++p) {
+#pragma unroll
+      for (int j = 0; j < R / 4; ++j) {
+        float4* const at = slots + slot_of(p) + j * kThreads;
+        const float4 o = __ldcg(at);
+        acc[4 * j] += o.x;
+        acc[4 * j + 1] += o.y;
+        acc[4 * j + 2] += o.z;
+        acc[4 * j + 3] += o.w;
+        __stcg(at, make_float4(0.0f, 0.0f, 0.0f, 0.0f));  // the workspace's zeros back
+      }
+    }
   }
 #pragma unroll
   for (int i = 0; i < R; ++i) write_out<T>(a.out, tok_of(i), ch_of(i), acc[i]);
@@ -461,7 +512,9 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
   std::call_once(
       raised, [&] { cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, S::kSmem); });
   const int64_t tiles = gemv::hopper_tiles(io.m, BN, io.n);
-  const Args a{io, static_cast<int>(gemv::hopper_runs(tiles, io.k / 64, sms, BN)), cl};
+  int64_t runs = gemv::hopper_runs(tiles, io.k / 64, sms, BN);
+  if (!gemv::hopper_slots_fit(tiles * runs, BN, io.n, io.m)) runs = 1;
+  const Args a{io, static_cast<int>(runs), cl};
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles * a.runs));
   cfg.blockDim = dim3(kThreads);

@@ -140,6 +140,12 @@ inline int64_t hopper_runs(int64_t tiles, int64_t ktiles, int64_t sms, int64_t r
   return wide_runs(tiles, ktiles, hopper_blocks_per_sm(rows) * sms);
 }
 
+// Whether the slots of a grid of `blocks` blocks of `rows` rows by kHopperChannels channels (each block's
+// fp32 sums, where K is cut into runs) fit in the workspace's sums for N channels and M rows.
+inline bool hopper_slots_fit(int64_t blocks, int64_t rows, int64_t n, int64_t m) {
+  return blocks * rows * kHopperChannels <= sum_floats(n, m);
+}
+
 // M shared evenly by the fewest blocks of at most `most` rows, rounded up to 16 (wgmma's N steps), so
 // that the padding a block multiplies stays under 16 rows.
 inline int64_t hopper_fit(int64_t m, int64_t most) {
@@ -152,7 +158,8 @@ inline int64_t hopper_fit(int64_t m, int64_t most) {
 // proportion to it, padding included).
 // - From 129 rows, blocks of up to 256 rows alone on their multiprocessor, which dequantize each
 //   weight once for all of them, where K stays whole or is cut into two runs of up to 208 rows: their
-//   runs meet by fp32 atomics, whose cost grows with the rows. H100, against the blocks of up to 128
+//   runs met by fp32 atomics when this was measured, whose cost grows with the rows (they now meet in
+//   slots, notes/performance.md, r1). H100, against the blocks of up to 128
 //   below: 1.05-1.12x on 28672x8192 and 8192x28672 at 129-256 rows (two runs on 8192x28672, so not at
 //   256), 1.02-1.39x on 8192x8192 at 129-200, and 0.50-0.90x where 4096x4096 takes four runs
 //   (notes/performance.md, h5).
