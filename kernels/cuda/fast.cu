@@ -314,7 +314,7 @@ __device__ void awq_group_params(const DequantArgs& a, int64_t g, int64_t c, uin
   const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + g * a.n + 8 * c));
   const uint32_t parts[4] = {sv.x, sv.y, sv.z, sv.w};
 #pragma unroll
-  for (int i = 0; i < 4; ++i) s16[2 * i] = parts[i] & 0xFFFFu, s16[2 * i + 1] = parts[i] >> 16;
+  for (int i = 0; i < 4; ++i) s16[2 * i] = bits::lo16(parts[i]), s16[2 * i + 1] = bits::hi16(parts[i]);
 }
 
 constexpr int kAwqRows = 16;                   // rows of K per thread (8 measured slower: notes, a1)

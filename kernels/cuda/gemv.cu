@@ -1444,8 +1444,8 @@ __global__ void __launch_bounds__(kWideWarps * 32, BM == 64 ? 2 : 1) wide_kernel
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const uint32_t s = *reinterpret_cast<const uint32_t*>(st + soff + 16 * j);  // channels 8j + 2r, + 1
-        const float f0 = quant::half_to_f32(static_cast<uint16_t>(s & 0xFFFFu));
-        const float f1 = quant::half_to_f32(static_cast<uint16_t>(s >> 16));
+        const float f0 = quant::half_to_f32(bits::lo16(s));
+        const float f1 = quant::half_to_f32(bits::hi16(s));
 #pragma unroll
         for (int mt = 0; mt < MT; ++mt) {
           acc[mt][j][0] = fmaf(f0, grp[mt][j][0], acc[mt][j][0]);
