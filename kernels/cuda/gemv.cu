@@ -54,6 +54,7 @@ using io::cp_async16;
 using io::cp_async_commit;
 using io::cp_async_wait;
 using io::FtIo;
+using io::global_ns;
 using io::meet_runs;
 using io::Out;
 using io::tensor_map_2d;
@@ -601,11 +602,6 @@ __device__ __forceinline__ uint32_t slot_load(const float* p) {
   uint32_t b;
   asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(b) : "l"(p) : "memory");
   return b;
-}
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 // Waits until none of the slot values `v` is zero ("not stored yet"), reading again, by load(q),

@@ -162,6 +162,13 @@ struct StageCopy {
   }
 };
 
+// The GPU's nanosecond clock (%globaltimer), for the time limits of waits on other blocks.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // Where a GEMM tile's K is cut into `runs` runs (blocks): every run adds its N sums, val(i), into the
 // [M, N] workspace at at(i) where live(i) (the row exists); the last of the tile's runs to arrive at
 // its counter reads them all back into val (every load issued before the first store), clears them

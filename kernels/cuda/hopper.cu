@@ -94,11 +94,6 @@ struct Args : FtIo {
 // A tile's first run waits this long for the others' sums before it gives up (a trap): they are
 // launched before it and wait for nothing, so only a fault can hold them.
 constexpr unsigned long long kRunTimeoutNs = 4000000000ull;
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
