@@ -320,9 +320,11 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
       }
     }
   }
-  // The slots: 264 blocks of 80 rows by 128 channels at 65 rows of 28672x8192 take 2.7M floats of the
-  // workspace's 65 x 65536; blocks of 128 rows at 65 rows would not fit 400 of them.
-  CHECK(gemv::hopper_slots_fit(264, 80, 28672, 65));
+  // The slots: 8192x8192 at 65 rows, 128 tiles of 48 rows in two runs, take 256 x 48 x 128 = 1.6M floats
+  // of the workspace's 65 x 65536; 400 blocks of 128 rows (a device of 200 multiprocessors) would not fit.
+  CHECK(gemv::hopper_rows(65, 8192, 128, sms) == 48);
+  CHECK(gemv::hopper_runs(gemv::hopper_tiles(65, 48, 8192), 128, sms, 48) == 2);
+  CHECK(gemv::hopper_slots_fit(256, 48, 8192, 65));
   CHECK_FALSE(gemv::hopper_slots_fit(400, 128, 4096, 65));
   // The measured cases (notes/performance.md, h1 and h5): N, then K / 64.
   CHECK_FALSE(gemv::hopper_takes(64));  // up to 64 rows the GEMV forms stay

@@ -55,6 +55,7 @@ using io::cp_async_commit;
 using io::cp_async_wait;
 using io::FtIo;
 using io::global_ns;
+using io::kWaitLimitNs;
 using io::meet_runs;
 using io::Out;
 using io::tensor_map_2d;
@@ -591,7 +592,6 @@ static_assert(gemv::kBlockThreads == kSliceWarps * 32 && gemv::kTileChannels == 
 #ifdef DQL_BULK_COPY
 using gemv::kSlotLoads;
 constexpr uint32_t kSlotMark = 0x7FC0A5A5u;  // a NaN other than the canonical one
-constexpr unsigned long long kSlotTimeoutNs = 4000000000ull;
 
 __device__ __forceinline__ void slot_store(float* p, float v) {
   const uint32_t bits = __float_as_uint(v);
@@ -605,7 +605,7 @@ __device__ __forceinline__ uint32_t slot_load(const float* p) {
 }
 
 // Waits until none of the slot values `v` is zero ("not stored yet"), reading again, by load(q),
-// only those still zero; traps if a slot stays empty for kSlotTimeoutNs.
+// only those still zero; traps if a slot stays empty for kWaitLimitNs.
 template <int N, class Load>
 __device__ __forceinline__ void wait_for_slots(uint32_t (&v)[N], Load load) {
   unsigned long long since = 0;
@@ -616,7 +616,7 @@ __device__ __forceinline__ void wait_for_slots(uint32_t (&v)[N], Load load) {
     if (!waiting) return;
     const unsigned long long now = global_ns();
     if (since == 0) since = now;
-    if (now - since > kSlotTimeoutNs) __trap();  // a block of the tile never stored its sums
+    if (now - since > kWaitLimitNs) __trap();  // a block of the tile never stored its sums
 #pragma unroll
     for (int q = 0; q < N; ++q) {
       if (v[q] == 0u) v[q] = load(q);

@@ -162,7 +162,10 @@ struct StageCopy {
   }
 };
 
-// The GPU's nanosecond clock (%globaltimer), for the time limits of waits on other blocks.
+// The GPU's nanosecond clock (%globaltimer), for the time limit of a wait on other blocks' sums: past
+// kWaitLimitNs the waiting block traps, since the blocks it waits for started before it and wait for
+// nothing, so only a fault can hold them.
+constexpr unsigned long long kWaitLimitNs = 4000000000ull;
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));

@@ -91,9 +91,6 @@ struct Args : FtIo {
   int cluster;  // blocks a cluster (1 or 2): where 2, the pair shares its rows of X
 };
 
-// A tile's first run waits this long for the others' sums before it gives up (a trap): they are
-// launched before it and wait for nothing, so only a fault can hold them.
-constexpr unsigned long long kRunTimeoutNs = 4000000000ull;
 __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   unsigned v;
   asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -453,7 +450,7 @@ __global__ void __launch_bounds__(kThreads, Shape<BN>::kBlocks)
     if (tid == 0) {
       const unsigned long long since = global_ns();
       while (load_acquire(a.counters + tile) != static_cast<unsigned>(a.runs - 1))
-        if (global_ns() - since > kRunTimeoutNs) __trap();  // a run of the tile never stored its sums
+        if (global_ns() - since > kWaitLimitNs) __trap();  // a run of the tile never stored its sums
       a.counters[tile] = 0u;
     }
     __syncthreads();
