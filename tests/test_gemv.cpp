@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -299,34 +300,42 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
           CHECK((tiles * (runs + 1) > per_sm * sms || ktiles / (runs + 1) < 8));
         }
         // Blocks alone on their multiprocessor for more rows of X than a pair takes only, and where K
-        // stays whole or is cut in two runs, those of two runs up to kHopperLoneRunRows rows.
+        // stays whole or its runs stay long: those of over kHopperDeepRows rows (four stages) longer.
+        const auto lone_ok = [&](int64_t lone_rows, int64_t lone_runs) {
+          const int64_t run = ktiles / lone_runs;
+          return (lone_runs == 1 || run >= gemv::kHopperLoneLeastRun) &&
+                 (lone_rows <= gemv::kHopperDeepRows || run >= gemv::kHopperShallowLeastRun);
+        };
         if (rows > gemv::kHopperPairRows) {
           CHECK(m > gemv::kHopperPairRows);
           CHECK(per_sm == 1);
-          CHECK((runs == 1 || (runs == 2 && rows <= gemv::kHopperLoneRunRows)));
+          CHECK(lone_ok(rows, runs));
         } else {
           CHECK(per_sm == 2);
           if (m > gemv::kHopperPairRows) {
-            // Blocks alone were refused: the rows they would take need more runs.
+            // Blocks alone were refused: the runs their rows would take are too short.
             const int64_t lone_rows = gemv::hopper_fit(m, gemv::kHopperLoneRows);
-            const int64_t lone_runs =
-                gemv::hopper_runs(gemv::hopper_tiles(m, lone_rows, n), ktiles, sms, lone_rows);
-            CHECK((lone_runs > 2 || (lone_runs == 2 && lone_rows > gemv::kHopperLoneRunRows)));
+            CHECK_FALSE(lone_ok(
+                lone_rows, gemv::hopper_runs(gemv::hopper_tiles(m, lone_rows, n), ktiles, sms, lone_rows)));
           }
         }
-        // Blocks of a pair over kWideRows rows only where their runs stay long.
+        // Blocks of a pair over kWideRows rows where the runs of 128-row blocks stay long, else at most
+        // kWideRows rows.
+        const int64_t pair_runs = gemv::hopper_runs(gemv::hopper_tiles(m, gemv::kHopperPairRows, n), ktiles,
+                                                    sms, gemv::kHopperPairRows);
         if (rows > gemv::kWideRows && rows <= gemv::kHopperPairRows)
-          CHECK(ktiles / runs >= gemv::kHopperPairLeastRun);
+          CHECK(ktiles / pair_runs >= gemv::kHopperPairLeastRun);
+        if (rows <= gemv::kWideRows) CHECK(ktiles / pair_runs < gemv::kHopperPairLeastRun);
       }
     }
   }
-  // The slots: 8192x8192 at 65 rows, 128 tiles of 48 rows in two runs, take 256 x 48 x 128 = 1.6M floats
+  // The slots: 8192x8192 at 65 rows, 64 tiles of 80 rows in four runs, take 256 x 80 x 128 = 2.6M floats
   // of the workspace's 65 x 65536; 400 blocks of 128 rows (a device of 200 multiprocessors) would not fit.
-  CHECK(gemv::hopper_rows(65, 8192, 128, sms) == 48);
-  CHECK(gemv::hopper_runs(gemv::hopper_tiles(65, 48, 8192), 128, sms, 48) == 2);
-  CHECK(gemv::hopper_slots_fit(256, 48, 8192, 65));
+  CHECK(gemv::hopper_rows(65, 8192, 128, sms) == 80);
+  CHECK(gemv::hopper_runs(gemv::hopper_tiles(65, 80, 8192), 128, sms, 80) == 4);
+  CHECK(gemv::hopper_slots_fit(256, 80, 8192, 65));
   CHECK_FALSE(gemv::hopper_slots_fit(400, 128, 4096, 65));
-  // The measured cases (notes/performance.md, h1 and h5): N, then K / 64.
+  // The measured cases (notes/performance.md, h1, h5 and q1): N, then K / 64.
   CHECK_FALSE(gemv::hopper_takes(64));  // up to 64 rows the GEMV forms stay
   CHECK(gemv::hopper_takes(65));
   CHECK(gemv::hopper_rows(72, 28672, 128, sms) == 80);  // 224 tiles, the whole K each
@@ -335,48 +344,63 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
   CHECK(gemv::hopper_rows(100, 28672, 128, sms) == 112);
   CHECK(gemv::hopper_rows(128, 28672, 128, sms) == 128);
   CHECK(gemv::hopper_rows(129, 28672, 128, sms) == 144);  // one block alone a multiprocessor
-  CHECK(gemv::hopper_rows(192, 28672, 128, sms) == 192);
+  CHECK(gemv::hopper_rows(192, 28672, 128, sms) == 192);  // four stages, the whole K of 128 tiles
   CHECK(gemv::hopper_rows(200, 28672, 128, sms) == 208);
   CHECK(gemv::hopper_rows(256, 28672, 128, sms) == 256);
   CHECK(gemv::hopper_rows(300, 28672, 128, sms) == 160);  // two blocks of 150 rows
-  CHECK(gemv::hopper_rows(72, 8192, 448, sms) == 80);     // 8192x28672: 64 tiles, runs of 112
+  CHECK(gemv::hopper_rows(72, 8192, 448, sms) == 80);     // 8192x28672: 64 tiles, four runs of 112
   CHECK(gemv::hopper_rows(129, 8192, 448, sms) == 144);   // two runs of 224
   CHECK(gemv::hopper_rows(200, 8192, 448, sms) == 208);
-  CHECK(gemv::hopper_rows(256, 8192, 448, sms) == 128);  // 256 rows would meet in two runs
-  CHECK(gemv::hopper_rows(72, 8192, 128, sms) == 48);    // 8192x8192: 128-row runs would be 32 long
-  CHECK(gemv::hopper_rows(96, 8192, 128, sms) == 48);
-  CHECK(gemv::hopper_rows(97, 8192, 128, sms) == 64);
+  CHECK(gemv::hopper_rows(256, 8192, 448, sms) == 256);
+  CHECK(gemv::hopper_rows(72, 8192, 128, sms) == 80);  // 8192x8192: four runs of 32
+  CHECK(gemv::hopper_rows(96, 8192, 128, sms) == 96);
+  CHECK(gemv::hopper_rows(97, 8192, 128, sms) == 112);
   CHECK(gemv::hopper_rows(129, 8192, 128, sms) == 144);  // two runs of 64
-  CHECK(gemv::hopper_rows(200, 8192, 128, sms) == 208);
-  CHECK(gemv::hopper_rows(256, 8192, 128, sms) == 64);
+  CHECK(gemv::hopper_rows(176, 8192, 128, sms) == 176);
+  CHECK(gemv::hopper_rows(192, 8192, 128, sms) == 96);  // 192 rows: four stages in runs of 64
+  CHECK(gemv::hopper_rows(200, 8192, 128, sms) == 112);
+  CHECK(gemv::hopper_rows(256, 8192, 128, sms) == 128);
+  CHECK(gemv::hopper_rows(192, 14336, 64, sms) == 96);   // 14336x4096: 112 tiles, the whole K of 64
+  CHECK(gemv::hopper_rows(256, 8192, 256, sms) == 256);  // 8192x16384: two runs of 128
+  CHECK(gemv::hopper_rows(129, 4096, 224, sms) == 144);  // 4096x14336: four runs of 56
+  CHECK(gemv::hopper_rows(65, 4096, 224, sms) == 48);    // 128-row runs would be 28 long
   CHECK(gemv::hopper_rows(128, 4096, 64, sms) == 64);
   CHECK(gemv::hopper_rows(72, 4096, 64, sms) == 48);
-  CHECK(gemv::hopper_rows(129, 4096, 64, sms) == 48);  // 144 rows would take four runs
+  CHECK(gemv::hopper_rows(129, 4096, 64, sms) == 48);  // 144 rows would take four runs of 16
   CHECK(gemv::hopper_rows(200, 4096, 64, sms) == 64);
   // The GPU tests' cases: 4096x4096 at 72 and 200 rows, 256x2048 at 72, 17024x6144 at 72, 17152x6144
-  // at 72 to 200, and blocks over 128 rows: 8192x1024 at 160, 17024x1024 at 144, 17152x1024 at 256.
-  // Runs of K as the launcher counts them, from the rows it launches.
-  const auto runs_of = [&](int64_t m, int64_t n, int64_t ktiles) {
-    const int64_t rows = gemv::hopper_rows(m, n, ktiles, sms);
+  // at 72 to 128, 17024x1024 at 144; and with the rows set: 17152x6144 at 200 in blocks of 208,
+  // 8192x1024 at 160, 4096x4096 at 144, 17152x1024 at 256. Runs of K as the launcher counts them, from
+  // the rows it launches.
+  const auto runs_at = [&](int64_t m, int64_t n, int64_t ktiles, int64_t rows) {
     return gemv::hopper_runs(gemv::hopper_tiles(m, rows, n), ktiles, sms, rows);
+  };
+  const auto runs_of = [&](int64_t m, int64_t n, int64_t ktiles) {
+    return runs_at(m, n, ktiles, gemv::hopper_rows(m, n, ktiles, sms));
   };
   CHECK(runs_of(72, 4096, 64) == 4);
   CHECK(runs_of(200, 4096, 64) == 2);
   CHECK(runs_of(72, 256, 32) == 4);
   CHECK(gemv::hopper_rows(72, 17024, 96, sms) == 80);
   CHECK(runs_of(72, 17024, 96) == 1);
-  for (const auto& [m, rows] :
-       {std::pair<int64_t, int64_t>{72, 80}, {90, 96}, {112, 112}, {128, 128}, {200, 208}}) {
+  for (const auto& [m, rows] : {std::pair<int64_t, int64_t>{72, 80}, {90, 96}, {112, 112}, {128, 128}}) {
     CAPTURE(m);
     CHECK(gemv::hopper_rows(m, 17152, 96, sms) == rows);
     CHECK(runs_of(m, 17152, 96) == 1);
   }
-  CHECK(gemv::hopper_rows(160, 8192, 16, sms) == 160);  // 64 tiles in pairs, two runs that meet
-  CHECK(runs_of(160, 8192, 16) == 2);
   CHECK(gemv::hopper_rows(144, 17024, 16, sms) == 144);  // 133 tiles, single blocks
   CHECK(runs_of(144, 17024, 16) == 1);
-  CHECK(gemv::hopper_rows(256, 17152, 16, sms) == 256);  // 134 tiles in pairs, two wgmma of 128
-  CHECK(runs_of(256, 17152, 16) == 1);
+  CHECK(runs_at(200, 17152, 96, 208) == 1);  // 134 tiles in pairs
+  CHECK(runs_at(160, 8192, 16, 160) == 2);   // 64 tiles in pairs, two runs that meet
+  CHECK(runs_at(144, 4096, 64, 144) == 4);   // 32 tiles in pairs, four runs
+  CHECK(runs_at(256, 17152, 16, 256) == 1);  // 134 tiles in pairs, two wgmma of 128
+  for (const auto& [m, n, ktiles, rows] : {std::array<int64_t, 4>{200, 17152, 96, 208},
+                                           {160, 8192, 16, 160},
+                                           {144, 4096, 64, 144},
+                                           {256, 17152, 16, 256}}) {
+    CAPTURE(m);
+    CHECK(gemv::hopper_slots_fit(gemv::hopper_tiles(m, rows, n) * runs_at(m, n, ktiles, rows), rows, n, m));
+  }
 }
 
 // Where the fenced form's split tiles meet (gemv::slot_split): in slots for grids of tiles x s with

@@ -1523,7 +1523,7 @@ std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (wide_fits(L) && L.cc == 90 && gemv::hopper_takes(L.p.m)) {
     // Where the copy engine's maps cannot be made (no encoder in the driver, or an operand not 16-byte
     // aligned), the mma.sync GEMM.
-    if (auto e = io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, wait)) return *e;
+    if (auto e = io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, L.rows, wait)) return *e;
   }
 #endif
   if (wide_fits(L) && gemv::wide_takes(L.p.m, L.w.n, L.sms)) return launch_wide<NAIVE>(L, ws, wait);

@@ -16,6 +16,9 @@ struct GemvLaunch {
   void* workspace;  // gemv_workspace_bytes(w, m), zero before the first call (see below)
   int sms;          // multiprocessors of the device
   int cc;           // compute capability, 10 * major + minor
+  // The Hopper GEMM's rows of X a block (a multiple of 16 from 48 to 256); 0: gemv::hopper_rows'
+  // choice. The tests set it to reach every block size on small matrices.
+  int rows = 0;
 };
 
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m);

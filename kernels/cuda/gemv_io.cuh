@@ -206,7 +206,8 @@ __device__ __forceinline__ bool meet_runs(Val&& val, At&& at, Live&& live, float
 // whole 64-row tiles (what gemv.cu's wide_fits asks), on compute capability 9.0 only.
 // Empty where it ran, else why it failed; nothing where it cannot take the product (the copy engine's
 // maps of the operands cannot be made: no encoder in the driver, or an operand not 16-byte aligned).
+// `rows`: the rows of X a block (GemvLaunch::rows), 0 for gemv::hopper_rows' choice.
 std::optional<std::string> launch_hopper_gemm(const FtIo& io, recipes::OutType t, bool naive, int sms,
-                                              bool wait);
+                                              int rows, bool wait);
 
 }  // namespace dql::cuda::io

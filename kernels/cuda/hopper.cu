@@ -33,6 +33,7 @@
 
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "gemv_io.cuh"
 #include "kernels/gemv/split.hpp"
@@ -80,6 +81,10 @@ struct Shape {
   static constexpr int N1 = BN <= 128 ? BN : (BN / 2 + 15) / 16 * 16;
   static constexpr int N2 = BN - N1;
 };
+// gemv::hopper_rows holds blocks alone of over kHopperDeepRows rows to longer runs of K: their rings
+// have four stages instead of eight.
+static_assert(Shape<static_cast<int>(gemv::kHopperDeepRows)>::kStages == 8 &&
+              Shape<static_cast<int>(gemv::kHopperDeepRows) + kRowStep>::kStages == 4);
 
 // The stage that frees at step i is refilled at step i + kLag, so that the thread issuing the refill
 // rarely waits for the other warpgroup (or the other block of the cluster) to release it: against
@@ -532,8 +537,12 @@ std::optional<std::string> launch_t(int64_t rows, const FtIo& io, int sms, bool 
 
 }  // namespace
 
-std::optional<std::string> launch_hopper_gemm(const FtIo& io, OutType t, bool naive, int sms, bool wait) {
-  const int64_t rows = gemv::hopper_rows(io.m, io.n, io.k / 64, sms);
+std::optional<std::string> launch_hopper_gemm(const FtIo& io, OutType t, bool naive, int sms, int forced,
+                                              bool wait) {
+  if (forced != 0 && (forced < kLeastRows || forced > kLoneRows || forced % kRowStep != 0))
+    return "the Hopper GEMM's rows of X a block were set to " + std::to_string(forced) +
+           "; they must be a multiple of 16 from 48 to 256 (or 0 for the launcher's choice)";
+  const int64_t rows = forced != 0 ? forced : gemv::hopper_rows(io.m, io.n, io.k / 64, sms);
   if (t == OutType::F16)
     return naive ? launch_t<OutType::F16, true>(rows, io, sms, wait)
                  : launch_t<OutType::F16, false>(rows, io, sms, wait);

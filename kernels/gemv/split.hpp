@@ -109,16 +109,19 @@ inline int64_t wide_runs(int64_t tiles, int64_t ktiles, int64_t sms) {
 constexpr int64_t kHopperChannels = 128;
 
 // Its rows of X a block: multiples of kHopperRowStep (wgmma's N steps) from kHopperLeastRows; two
-// blocks a multiprocessor up to kHopperPairRows, one alone up to kHopperLoneRows, and of those alone
-// at most kHopperLoneRunRows where K is cut into two runs (hopper_rows says why).
+// blocks a multiprocessor up to kHopperPairRows, one alone up to kHopperLoneRows (hopper_rows says
+// where each is taken).
 constexpr int64_t kHopperRowStep = 16;
 constexpr int64_t kHopperLeastRows = 48;
 constexpr int64_t kHopperPairRows = 128;
 constexpr int64_t kHopperLoneRows = 256;
-constexpr int64_t kHopperLoneRunRows = 208;
-// The runs of K of the blocks of up to kHopperPairRows rows keep at least this many of K's 64-row
-// tiles each, else the blocks take at most kWideRows rows.
-constexpr int64_t kHopperPairLeastRun = 96;
+// The most rows of a block alone whose ring has eight stages (hopper.cu: four above).
+constexpr int64_t kHopperDeepRows = 176;
+// The least of K's 64-row tiles a run keeps (where K is cut into runs): blocks alone, blocks alone of
+// over kHopperDeepRows rows, and pairs of blocks over kWideRows rows.
+constexpr int64_t kHopperLoneLeastRun = 48;
+constexpr int64_t kHopperShallowLeastRun = 128;
+constexpr int64_t kHopperPairLeastRun = 32;
 
 // Where it takes over on compute capability 9.0: from 65 rows of X (up to 64 the GEMV forms stay).
 // At 65-128 rows of 28672x8192 it measured 1.53-1.87x faster than the passes of 64 rows, where the
@@ -155,25 +158,26 @@ inline int64_t hopper_fit(int64_t m, int64_t most) {
 }
 
 // Rows of X a block, a multiple of 16 from 48 to 256 (wgmma's N: the tensor cores' work a step is in
-// proportion to it, padding included).
+// proportion to it, padding included). A larger block dequantizes each weight for more rows, but its
+// fewer tiles are cut into more runs of K, whose start and meeting then weigh more.
 // - From 129 rows, blocks of up to 256 rows alone on their multiprocessor, which dequantize each
-//   weight once for all of them, where K stays whole or is cut into two runs of up to 208 rows: their
-//   runs met by fp32 atomics when this was measured, whose cost grows with the rows (they now meet in
-//   slots, notes/performance.md, r1). H100, against the blocks of up to 128
-//   below: 1.05-1.12x on 28672x8192 and 8192x28672 at 129-256 rows (two runs on 8192x28672, so not at
-//   256), 1.02-1.39x on 8192x8192 at 129-200, and 0.50-0.90x where 4096x4096 takes four runs
-//   (notes/performance.md, h5).
-// - Else at most 128 where the runs of 128-row tiles keep at least 96 of K's 64-row tiles each, else
-//   at most 64. A larger block dequantizes each weight for more rows, but its fewer tiles are cut into
-//   shorter runs, whose start and meeting then cost more than the dequant saves. H100, 65-256 rows: 128
-//   rows 1.05-1.43x faster on 28672x8192 and 8192x28672, 64 rows 1.12-2.33x faster on 8192x8192 and
-//   4096x4096 (notes/performance.md, h1). 72 rows take 80 instead of 128, or two blocks of 48 instead
-//   of 64 (notes/performance.md, h3 and h4).
+//   weight once for all of them, where K stays whole or each run keeps at least kHopperLoneLeastRun
+//   tiles; and over kHopperDeepRows rows, where the ring has four stages instead of eight, only where
+//   the runs keep at least kHopperShallowLeastRun.
+// - Else at most 128 where the runs of 128-row tiles keep at least kHopperPairLeastRun tiles of K,
+//   else at most 64.
+// H100, 65-256 rows of eight shapes from 4096x4096 to 8192x28672 with runs meeting in slots, each
+// size forced in turn: the rule's choice is within 9% of the fastest everywhere, 0.35% over it on
+// the geometric mean; the rule tuned while runs met by fp32 atomics was up to 1.44x slower
+// (notes/performance.md, q1; before, h1 and h3 to h5).
 inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
   if (m > kHopperPairRows) {
     const int64_t rows = hopper_fit(m, kHopperLoneRows);
     const int64_t runs = hopper_runs(hopper_tiles(m, rows, n), ktiles, sms, rows);
-    if (runs == 1 || (runs == 2 && rows <= kHopperLoneRunRows)) return rows;
+    const int64_t run = ktiles / runs;
+    if ((runs == 1 || run >= kHopperLoneLeastRun) &&
+        (rows <= kHopperDeepRows || run >= kHopperShallowLeastRun))
+      return rows;
   }
   const int64_t pair_runs = hopper_runs(hopper_tiles(m, kHopperPairRows, n), ktiles, sms, kHopperPairRows);
   return hopper_fit(m, ktiles / pair_runs >= kHopperPairLeastRun ? kHopperPairRows : kWideRows);

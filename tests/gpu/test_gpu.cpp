@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -534,11 +535,12 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // 72 rows (64 tiles of 48 rows), fp16 and bf16, and into two at 200 rows (128 tiles of 64); 17024 x 6144
   // at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks
   // of 80 rows at 72 and of 96 at 90, single, and in clusters of two that share X blocks of 128 at 128
-  // rows and of 208 at 200 (fp16), of 112 at 112 (bf16). Blocks over 128 rows, alone on their
-  // multiprocessor, each k16 chunk two wgmma: 8192 x 1024 at 160 rows (64 tiles in clusters, two runs
-  // that meet), fp16 and bf16, 17024 x 1024 at 144 (133 single blocks), 17152 x 1024 at 256 (two wgmma
-  // of 128). The same shapes told compute capability 8.9 take the mma.sync GEMM of older devices: two
-  // runs at 72 rows, the whole K at 200.
+  // rows, of 112 at 112 (bf16). Blocks over 128 rows, alone on their multiprocessor, each k16 chunk two
+  // wgmma: 17024 x 1024 at 144 (133 single blocks); with the rows set, as the launcher takes them on
+  // larger matrices: 17152 x 6144 at 200 in blocks of 208 (clusters, the whole K), 8192 x 1024 at 160
+  // (64 tiles in clusters, two runs that meet), fp16 and bf16, 4096 x 4096 at 144 (32 tiles, four runs),
+  // 17152 x 1024 at 256 (two wgmma of 128). The same shapes told compute capability 8.9 take the
+  // mma.sync GEMM of older devices: two runs at 72 rows, the whole K at 200.
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -549,7 +551,8 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
     QuantSpec spec;
     std::vector<int64_t> ms;
     OutType out = OutType::F16;
-    int cc = 0;  // the compute capability the launcher is told; 0: the device's
+    int cc = 0;    // the compute capability the launcher is told; 0: the device's
+    int rows = 0;  // the Hopper GEMM's rows of X a block; 0: the launcher's choice
   };
   // int8 per channel too: its two token tiles re-lay X the same way at 8192 x 8192. K = 11008 (a
   // multiple of 256, not of 512): units of 256 rows of K at every M, settled by the second kernel.
@@ -567,12 +570,14 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16},
       {17024, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}},
-      {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 90, 128, 200}},
+      {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 90, 128}},
+      {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {200}, OutType::F16, 0, 208},
       {17152, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {112}, OutType::BF16},
-      {8192, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {160}},
-      {8192, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {160}, OutType::BF16},
+      {8192, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {160}, OutType::F16, 0, 160},
+      {8192, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {160}, OutType::BF16, 0, 160},
+      {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {144}, OutType::F16, 0, 144},
       {17024, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {144}},
-      {17152, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {256}},
+      {17152, 1024, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {256}, OutType::F16, 0, 256},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}, OutType::F16, 89},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16, 89}};
   for (const Run& run : runs) {
@@ -590,9 +595,11 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
       CAPTURE(run.out == OutType::BF16);
       CAPTURE(run.cc);
+      CAPTURE(run.rows);
       const GemvRequest r = test::make_request(gemv::Path::Fast, run.out, m, n, k, 40 + m, epi);
       DeviceGemv d(dw, r, prop);
       if (run.cc) d.launch.cc = run.cc;
+      d.launch.rows = run.rows;
       REQUIRE(d.zeroed < cuda::gemv_workspace_bytes(dw, m));
       const auto ref = test::reference(*cpu, q, r);
       for (int call = 0; call < 3; ++call) {
@@ -603,6 +610,38 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       }
     }
   }
+}
+
+TEST_CASE("gemm: rows of X a block set outside what the Hopper GEMM takes are refused with a sentence") {
+  // GemvLaunch::rows sets the Hopper GEMM's block size (the tests reach every size with it); one it
+  // has no kernel for is refused before anything is launched, and the same launch then runs with the
+  // launcher's own choice.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using recipes::OutType;
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  if (10 * prop.major + prop.minor != 90) {
+    MESSAGE("skipped: the Hopper GEMM runs on compute capability 9.0 only");
+    return;
+  }
+  const int64_t n = 256, k = 2048, m = 72;
+  const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 12, n, k),
+                                          {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+  const DeviceWeights dev(q);
+  const GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 91, {});
+  DeviceGemv d(dev.w, r, prop);
+  for (const int rows : {100, 32, 272, -16}) {
+    CAPTURE(rows);
+    d.launch.rows = rows;
+    const std::string error = cuda::gemv_run(d.launch);
+    CHECK(error.find("set to " + std::to_string(rows) + "; they must be a multiple of 16 from 48 to 256") !=
+          std::string::npos);
+  }
+  d.launch.rows = 0;
+  REQUIRE(cuda::gemv_run(d.launch).empty());
+  CHECK(gemv::compare(d.y.to_host(), test::reference(*cpu, q, r), OutType::F16).rel_l2 < 1e-3);
+  CHECK(d.workspace_zero());
 }
 
 TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspace is left zero") {
