@@ -35,6 +35,16 @@ nlohmann::json report(const std::vector<BenchRow>& rows, const std::string& name
 
 }  // namespace
 
+TEST_CASE("bench case names: a GEMM case says the rows of X a block were set to") {
+  BenchCase c;
+  c.kind = BenchKind::Gemv;
+  c.n = 8192, c.k = 8192, c.m = 65;
+  CHECK(c.kernel_name() == "gemm/w4a16-ft-fp16");
+  CHECK(c.shape_name() == "M=65 8192x8192 g128");
+  c.gemm_rows = 80;  // bench --gemm-rows
+  CHECK(c.shape_name() == "M=65 8192x8192 g128 rows 80");
+}
+
 TEST_CASE("bench statistics: median, quartiles and noise by linear interpolation") {
   const BenchStats s = summarize({5, 1, 4, 2, 3});  // sorted 1 2 3 4 5
   CHECK(s.samples == 5);

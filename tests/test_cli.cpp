@@ -302,4 +302,15 @@ TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear 
   CHECK(refused("bench --backend cpu --shape 64x512 --batch 1,,4").find("is not a whole number") !=
         std::string::npos);
   CHECK(refused("bench --backend cpu --batch 1,300").find("300 is out of range") != std::string::npos);
+  // --gemm-rows: the Hopper GEMM's block size, refused where it cannot apply.
+  CHECK(refused("bench --backend cpu --shape 64x512 --kernel 'gemm/w4a16-ft*' --batch 72 --gemm-rows 100")
+            .find("--gemm-rows 100 is not supported: use a multiple of 16 from 48 to 256") !=
+        std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 64x512 --kernel 'gemm/w4a16-ft*' --batch 72 --gemm-rows 272")
+            .find("is not supported") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 64x512 --batch 3 --gemm-rows 64").find("none is selected") !=
+        std::string::npos);
+  const std::string cpu =
+      refused("bench --backend cpu --shape 128x512 --kernel 'gemm/w4a16-ft*' --batch 72 --gemm-rows 64");
+  CHECK(cpu.find("compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);
 }

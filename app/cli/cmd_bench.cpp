@@ -64,12 +64,34 @@ void compare(const std::string& a_path, const std::string& b_path) {
   fmt::print("A/B > 1: B is faster; SAME when the difference is within the two runs' noise together\n");
 }
 
+// --gemm-rows: the rows of X a block of the Hopper GEMM, set on the cases that run it there (int4 in the
+// mixed-GEMM layout, fast or naive, groups of whole 64-row tiles, from 65 rows of X).
+void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
+  if (rows < 48 || rows > 256 || rows % 16 != 0) {
+    throw UserError(
+        fmt::format("--gemm-rows {} is not supported: use a multiple of 16 from 48 to 256", rows));
+  }
+  bool any = false;
+  for (BenchCase& c : cases) {
+    if (c.kind == BenchKind::Gemv && c.layout == quant::Layout::Ft && c.scheme == quant::Scheme::Int4Sym &&
+        (c.path == gemv::Path::Fast || c.path == gemv::Path::Naive) && c.group % 64 == 0 && c.m > 64) {
+      c.gemm_rows = rows;
+      any = true;
+    }
+  }
+  if (!any) {
+    throw UserError(
+        "--gemm-rows applies to the gemm/w4a16-ft cases (int4, group 64 or 128) from 65 rows of X, and none "
+        "is selected: add --kernel 'gemm/*' and --batch with a size over 64");
+  }
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app) {
   struct Opts {
     std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto";
-    int group = 128;
+    int group = 128, gemm_rows = 0;
     bool cold = false, warm = false;
     std::vector<std::string> compare;
     double max_noise = 0.02, timeout = 8.0;
@@ -86,6 +108,10 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--batch", o->batch,
                   "M[,M...]: rows of X of the gemv / gemm cases, 1 to 256 (default 1,16; the default set "
                   "adds 64,256 at 8192x8192)");
+  cmd->add_option(
+      "--gemm-rows", o->gemm_rows,
+      "Rows of X a block of the Hopper GEMM (compute capability 9.0), a multiple of 16 from 48 to "
+      "256, for the gemm/w4a16-ft cases from 65 rows (default: the launcher's choice)");
   auto* c = cmd->add_flag("--cold", o->cold, "Flush the L2 before every sample (the default)");
   auto* w = cmd->add_flag("--warm", o->warm, "Keep the L2 warm between samples");
   c->excludes(w);
@@ -124,7 +150,14 @@ void add_bench(CLI::App& app) {
                       o->kernel));
     }
     for (const BenchCase& bc : cases) check_case(bc);
+    if (o->gemm_rows != 0) set_gemm_rows(cases, o->gemm_rows);
     auto backend = open_backend(o->backend);
+    if (o->gemm_rows != 0 && (backend->info().backend != "cuda" || backend->info().cc() != 90)) {
+      throw UserError(
+          fmt::format("--gemm-rows sets the blocks of the Hopper GEMM, which runs on compute capability "
+                      "9.0 GPUs; this run's backend is {} ({})",
+                      backend->info().backend, backend->info().name));
+    }
     BenchSettings s;
     s.cold = !o->warm;
     s.max_noise = o->max_noise;

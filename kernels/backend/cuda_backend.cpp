@@ -156,6 +156,7 @@ class CudaBenchTarget final : public BenchTarget {
         check(cudaMemset(gemv_.workspace, 0, ws), "clearing the GEMV workspace");
         gemv_.sms = dev.sms;
         gemv_.cc = dev.cc();
+        gemv_.rows = c.gemm_rows;
         launch_ = [this] { check(cuda::gemv_run(gemv_, false)); };
         break;
       }

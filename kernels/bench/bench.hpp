@@ -36,6 +36,8 @@ struct BenchCase {
   gemv::Path path = gemv::Path::Fast;
   quant::Layout layout = quant::Layout::Ft;
   recipes::OutType dtype = recipes::OutType::F16;
+  int gemm_rows = 0;  // the Hopper GEMM's rows of X a block (cuda::GemvLaunch::rows), 0 for the
+                      // launcher's choice: the tiling an expert may try on their own device
 
   // e.g. "dequant/awq-int4-fp16", "quant/int4-sym", "permute/int4-fwd", "gemv/w4a16-ft-fp16",
   // "gemv/w4a16-ft-naive-fp16", "gemm/w4a16-ft-fp16" (M > 16), "gemv/cublas-fp16"

@@ -93,6 +93,7 @@ std::string BenchCase::shape_name() const {
     if (path == gemv::Path::Cublas) return fmt::format("M={} {}x{}", m, n, k);
     const char* g = scheme == quant::Scheme::Nf4 ? "b" : "g";
     if (group == k) return fmt::format("M={} {}x{} per-ch", m, n, k);
+    if (gemm_rows != 0) return fmt::format("M={} {}x{} {}{} rows {}", m, n, k, g, group, gemm_rows);
     return fmt::format("M={} {}x{} {}{}", m, n, k, g, group);
   }
   const bool nf4 = (kind == BenchKind::Dequant && recipe == recipes::RecipeId::Nf4F16) ||
