@@ -17,7 +17,8 @@ struct GemvLaunch {
   int sms;          // multiprocessors of the device
   int cc;           // compute capability, 10 * major + minor
   // The Hopper GEMM's rows of X a block (a multiple of 16 from 48 to 256); 0: gemv::hopper_rows'
-  // choice. The tests set it to reach every block size on small matrices.
+  // choice. The tests set it to reach every block size on small matrices, `bench --gemm-rows` to try
+  // the tiling on the user's device.
   int rows = 0;
 };
 
