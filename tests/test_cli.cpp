@@ -310,6 +310,9 @@ TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear 
             .find("is not supported") != std::string::npos);
   CHECK(refused("bench --backend cpu --shape 64x512 --batch 3 --gemm-rows 64").find("none is selected") !=
         std::string::npos);
+  // 64 channels: not whole 128-channel tiles, so the GEMV forms take these rows and no block size applies.
+  CHECK(refused("bench --backend cpu --shape 64x512 --kernel 'gemm/w4a16-ft*' --batch 72 --gemm-rows 64")
+            .find("none is selected") != std::string::npos);
   const std::string cpu =
       refused("bench --backend cpu --shape 128x512 --kernel 'gemm/w4a16-ft*' --batch 72 --gemm-rows 64");
   CHECK(cpu.find("compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);

@@ -338,6 +338,13 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
   // The measured cases (notes/performance.md, h1, h5 and q1): N, then K / 64.
   CHECK_FALSE(gemv::hopper_takes(64));  // up to 64 rows the GEMV forms stay
   CHECK(gemv::hopper_takes(65));
+  // The block sizes a launch may set (GemvLaunch::rows, bench --gemm-rows), and the shapes both GEMMs take.
+  for (int64_t rows : {48, 64, 144, 176, 256}) CHECK(gemv::hopper_rows_exist(rows));
+  for (int64_t rows : {-16, 0, 32, 100, 257, 272}) CHECK_FALSE(gemv::hopper_rows_exist(rows));
+  CHECK(gemv::wide_shape_fits(8192, 8192, 128));
+  CHECK(gemv::wide_shape_fits(256, 2048, 64));
+  CHECK_FALSE(gemv::wide_shape_fits(64, 512, 128));     // part of a 128-channel tile
+  CHECK_FALSE(gemv::wide_shape_fits(256, 2080, 32));    // K and the group not whole 64-row tiles
   CHECK(gemv::hopper_rows(72, 28672, 128, sms) == 80);  // 224 tiles, the whole K each
   CHECK(gemv::hopper_rows(65, 28672, 128, sms) == 80);
   CHECK(gemv::hopper_rows(90, 28672, 128, sms) == 96);

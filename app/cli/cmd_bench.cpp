@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "kernels/bench/clocks.hpp"
 #include "kernels/bench/engine.hpp"
+#include "kernels/gemv/split.hpp"
 #include "render.hpp"
 
 namespace dql::cli {
@@ -67,22 +68,24 @@ void compare(const std::string& a_path, const std::string& b_path) {
 // --gemm-rows: the rows of X a block of the Hopper GEMM, set on the cases that run it there (int4 in the
 // mixed-GEMM layout, fast or naive, groups of whole 64-row tiles, from 65 rows of X).
 void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
-  if (rows < 48 || rows > 256 || rows % 16 != 0) {
-    throw UserError(
-        fmt::format("--gemm-rows {} is not supported: use a multiple of 16 from 48 to 256", rows));
+  if (!gemv::hopper_rows_exist(rows)) {
+    throw UserError(fmt::format("--gemm-rows {} is not supported: use a multiple of {} from {} to {}", rows,
+                                gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows));
   }
   bool any = false;
   for (BenchCase& c : cases) {
     if (c.kind == BenchKind::Gemv && c.layout == quant::Layout::Ft && c.scheme == quant::Scheme::Int4Sym &&
-        (c.path == gemv::Path::Fast || c.path == gemv::Path::Naive) && c.group % 64 == 0 && c.m > 64) {
+        (c.path == gemv::Path::Fast || c.path == gemv::Path::Naive) &&
+        gemv::wide_shape_fits(c.n, c.k, c.group) && gemv::hopper_takes(c.m)) {
       c.gemm_rows = rows;
       any = true;
     }
   }
   if (!any) {
     throw UserError(
-        "--gemm-rows applies to the gemm/w4a16-ft cases (int4, group 64 or 128) from 65 rows of X, and none "
-        "is selected: add --kernel 'gemm/*' and --batch with a size over 64");
+        "--gemm-rows applies to the gemm/w4a16-ft cases (int4, N a multiple of 128, group 64 or 128) from 65 "
+        "rows of X, and none is selected: add --kernel 'gemm/*', --batch with a size over 64 and such a "
+        "--shape");
   }
 }
 
@@ -110,8 +113,10 @@ void add_bench(CLI::App& app) {
                   "adds 64,256 at 8192x8192)");
   cmd->add_option(
       "--gemm-rows", o->gemm_rows,
-      "Rows of X a block of the Hopper GEMM (compute capability 9.0), a multiple of 16 from 48 to "
-      "256, for the gemm/w4a16-ft cases from 65 rows (default: the launcher's choice)");
+      fmt::format(
+          "Rows of X a block of the Hopper GEMM (compute capability 9.0), a multiple of {} from {} to {}, "
+          "for the gemm/w4a16-ft cases from 65 rows (default: the launcher's choice)",
+          gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows));
   auto* c = cmd->add_flag("--cold", o->cold, "Flush the L2 before every sample (the default)");
   auto* w = cmd->add_flag("--warm", o->warm, "Keep the L2 warm between samples");
   c->excludes(w);

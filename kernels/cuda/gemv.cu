@@ -1483,8 +1483,7 @@ __global__ void __launch_bounds__(kWideWarps * 32, BM == 64 ? 2 : 1) wide_kernel
 // The wide GEMM applies to int4 on compute capability 8.0 and newer, with whole 128-channel tiles
 // and groups of whole 64-row tiles.
 bool wide_fits(const GemvLaunch& L) {
-  return L.cc >= 80 && L.w.scheme == quant::Scheme::Int4Sym && L.w.n % kWideChannels == 0 &&
-         L.w.k % 64 == 0 && L.w.group % 64 == 0;
+  return L.cc >= 80 && L.w.scheme == quant::Scheme::Int4Sym && gemv::wide_shape_fits(L.w.n, L.w.k, L.w.group);
 }
 
 template <OutType T, bool NAIVE, int BM>

@@ -539,9 +539,11 @@ std::optional<std::string> launch_t(int64_t rows, const FtIo& io, int sms, bool 
 
 std::optional<std::string> launch_hopper_gemm(const FtIo& io, OutType t, bool naive, int sms, int forced,
                                               bool wait) {
-  if (forced != 0 && (forced < kLeastRows || forced > kLoneRows || forced % kRowStep != 0))
+  if (forced != 0 && !gemv::hopper_rows_exist(forced))
     return "the Hopper GEMM's rows of X a block were set to " + std::to_string(forced) +
-           "; they must be a multiple of 16 from 48 to 256 (or 0 for the launcher's choice)";
+           "; they must be a multiple of " + std::to_string(kRowStep) + " from " +
+           std::to_string(kLeastRows) + " to " + std::to_string(kLoneRows) +
+           " (or 0 for the launcher's choice)";
   const int64_t rows = forced != 0 ? forced : gemv::hopper_rows(io.m, io.n, io.k / 64, sms);
   if (t == OutType::F16)
     return naive ? launch_t<OutType::F16, true>(rows, io, sms, wait)

@@ -84,6 +84,12 @@ constexpr int kLaneOthers = 4;
 constexpr int64_t kWideRows = 64;
 constexpr int64_t kWideChannels = 128;
 
+// The shapes it takes (and the Hopper GEMM too; both read int4 in the mixed-GEMM layout): whole
+// kWideChannels-channel tiles and groups of whole 64-row tiles of K.
+inline bool wide_shape_fits(int64_t n, int64_t k, int64_t group) {
+  return n % kWideChannels == 0 && k % 64 == 0 && group % 64 == 0;
+}
+
 // Its tiles for M rows of X and N channels (N a multiple of kWideChannels).
 inline int64_t wide_tiles(int64_t m, int64_t n) {
   return (m + kWideRows - 1) / kWideRows * (n / kWideChannels);
@@ -127,6 +133,11 @@ constexpr int64_t kHopperPairLeastRun = 32;
 // At 65-128 rows of 28672x8192 it measured 1.53-1.87x faster than the passes of 64 rows, where the
 // mma.sync GEMM does not take over (notes/performance.md, h1).
 inline bool hopper_takes(int64_t m) { return m > kWideRows; }
+
+// The rows of X a block may be set to (GemvLaunch::rows, bench --gemm-rows): the sizes it has.
+inline bool hopper_rows_exist(int64_t rows) {
+  return rows >= kHopperLeastRows && rows <= kHopperLoneRows && rows % kHopperRowStep == 0;
+}
 
 // Its tiles for M rows of X, `rows` a block, and N channels (N a multiple of kHopperChannels).
 inline int64_t hopper_tiles(int64_t m, int64_t rows, int64_t n) {
