@@ -7,7 +7,7 @@ add_executable(dql_gui_model_tests ${PROJECT_SOURCE_DIR}/tests/test_main.cpp
 target_link_libraries(dql_gui_model_tests PRIVATE dql_gui_core doctest::doctest)
 doctest_discover_tests(dql_gui_model_tests TEST_PREFIX "gui model: ")
 
-# The app under Xvfb + Mesa (llvmpipe). Exit status 77 = skipped, with a message, where xvfb-run
+# The app under Xvfb + Mesa (llvmpipe). Exit status 77 = skipped, with a message, where Xvfb
 # is missing; CI installs it (scripts/setup.sh).
 add_executable(dql_gui_app_tests ${PROJECT_SOURCE_DIR}/tests/test_gui_app.cpp
                                  ${PROJECT_SOURCE_DIR}/tests/test_gui_views.cpp)

@@ -1,9 +1,12 @@
-// The desktop app as the GUI tests run it: under its own Xvfb server (xvfb-run), its output in a
+// The desktop app as the GUI tests run it: under its own Xvfb server, its output in a
 // log, and the screenshots it writes decoded to RGBA for colour checks.
 #pragma once
 
+#include <fcntl.h>
+#include <signal.h>
 #include <stb_image.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -47,19 +50,51 @@ struct GuiRun {
   std::string output;  // stdout and stderr
 };
 
-// `program args` under a fresh Xvfb screen of `screen` (WxHxD); the output goes through `log`.
-// The X authority file is named (beside the log) so that xvfb-run makes no temporary folder of its
-// own: removing that folder while its Xvfb was still up failed now and then under parallel tests,
-// and xvfb-run then exits 5 whatever the program returned.
+// `program args` under a fresh Xvfb server of one `screen` (WxHxD), started here rather than through
+// xvfb-run: xvfb-run's clean-up of its own temporary files failed now and then in CI (exit 5
+// whatever the program returned). Xvfb picks a free display itself (-displayfd) and is stopped
+// when the program ends. The program's stdout and stderr go to `log`, Xvfb's to `log`.xvfb; a
+// server that does not start gives status -1 and its log as the output.
 inline GuiRun run_under_xvfb(const std::string& program, const std::string& args, const std::string& screen,
                              const std::string& log) {
-  const std::string cmd = "xvfb-run -a -f " + log + ".xauth -s '-screen 0 " + screen + "' " + program + " " +
-                          args + " > " + log + " 2>&1";
   GuiRun r;
-  const int rc = std::system(cmd.c_str());
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  std::ifstream in(log);
+  const std::string xvfb_log = log + ".xvfb";
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    r.output = "could not make a pipe for Xvfb's display number";
+    return r;
+  }
+  const pid_t server = ::fork();
+  if (server == 0) {
+    ::close(fds[0]);
+    const int out = ::open(xvfb_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out >= 0) {
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+    }
+    const std::string fd = std::to_string(fds[1]);
+    ::execlp("Xvfb", "Xvfb", "-displayfd", fd.c_str(), "-screen", "0", screen.c_str(), "-nolisten", "tcp",
+             static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  std::string display;
+  char c = 0;
+  while (server > 0 && ::read(fds[0], &c, 1) == 1 && c != '\n') display += c;
+  ::close(fds[0]);
+  if (server > 0 && !display.empty()) {
+    const std::string cmd = "DISPLAY=:" + display + " " + program + " " + args + " > " + log + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+  if (server > 0) {
+    ::kill(server, SIGTERM);
+    int ignored = 0;
+    ::waitpid(server, &ignored, 0);
+  }
+  std::ifstream in(display.empty() ? xvfb_log : log);
   std::stringstream ss;
+  if (display.empty()) ss << "Xvfb did not start (" << xvfb_log << "):\n";
   ss << in.rdbuf();
   r.output = ss.str();
   return r;

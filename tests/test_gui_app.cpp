@@ -1,6 +1,6 @@
 // The desktop app itself, run under Xvfb with Mesa: every view renders, the stepper follows the
 // step, bad input shows its sentence and keeps the previous value. Screenshots are decoded and
-// checked for the palette's colours. Exits 77 (CTest: skipped) with a message when xvfb-run is
+// checked for the palette's colours. Exits 77 (CTest: skipped) with a message when Xvfb is
 // missing.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
@@ -205,9 +205,9 @@ TEST_CASE("frame report: JSON with the frame count") {
 }
 
 int main(int argc, char** argv) {
-  if (std::system("command -v xvfb-run > /dev/null 2>&1") != 0) {
+  if (std::system("command -v Xvfb > /dev/null 2>&1") != 0) {
     std::printf(
-        "SKIPPED: xvfb-run is not installed (Debian: apt-get install xvfb xauth libgl1-mesa-dri); "
+        "SKIPPED: Xvfb is not installed (Debian: apt-get install xvfb libgl1-mesa-dri); "
         "the desktop app's tests need it\n");
     return 77;
   }

@@ -1,7 +1,7 @@
 // The layouts, quantize and timing views in the running app under Xvfb: the layouts view draws the
 // tile map with the shader's colour ramp and agrees with the permute kernel, the quantize view
 // refuses bad shapes with a sentence, and a scripted benchmark ends with its results on disk.
-// Linked into the GUI app test program (its main skips everything where xvfb-run is missing).
+// Linked into the GUI app test program (its main skips everything where Xvfb is missing).
 #include <doctest/doctest.h>
 
 #include <cstdio>
