@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "gemv_cases.hpp"
 #include "kernels/backend/host_steps.hpp"
+#include "kernels/cuda/gemv.hpp"
 #include "kernels/gemv/split.hpp"
 
 using namespace dql;
@@ -162,6 +164,44 @@ TEST_CASE("gemv: refusals say what is accepted") {
   clamp.epi.lo = 2.0f, clamp.epi.hi = 1.0f;
   CHECK(message(ft, clamp).find("empty") != std::string::npos);
   CHECK(message(ft, r).empty());
+}
+
+TEST_CASE("gemv launch: every device pointer must be 16-byte aligned, and the first that is not is named") {
+  // Addresses only: nothing is read through them. Pointer i sits at 64 * i + off[i] bytes.
+  alignas(16) static unsigned char buf[1024];
+  const auto launch = [](const std::array<int, 8>& off) {
+    const auto at = [&](int i) { return buf + 64 * i + off[static_cast<size_t>(i)]; };
+    cuda::GemvLaunch L{};
+    L.w.q = reinterpret_cast<const uint32_t*>(at(0));
+    L.w.scales = reinterpret_cast<const uint16_t*>(at(1));
+    L.w.qzeros = reinterpret_cast<const uint32_t*>(at(2));
+    L.w.absmax = reinterpret_cast<const float*>(at(3));
+    L.p.x = reinterpret_cast<const uint16_t*>(at(4));
+    L.p.bias = reinterpret_cast<const uint16_t*>(at(5));
+    L.y = reinterpret_cast<uint16_t*>(at(6));
+    L.workspace = at(7);
+    return L;
+  };
+  CHECK(cuda::gemv_misaligned(launch({})) == nullptr);
+  CHECK(cuda::gemv_misaligned(launch({16, 32, 48, 16, 32, 48, 16, 32})) == nullptr);
+  cuda::GemvLaunch formats_lack = launch({});
+  formats_lack.w.qzeros = nullptr, formats_lack.w.absmax = nullptr, formats_lack.p.bias = nullptr;
+  CHECK(cuda::gemv_misaligned(formats_lack) == nullptr);  // null: taken as aligned
+  const char* const names[8] = {"the weight words", "the scales", "the zero points", "the NF4 absmax", "X",
+                                "the bias",         "Y",          "the workspace"};
+  for (int i = 0; i < 8; ++i) {
+    for (const int bytes : {2, 4, 8}) {
+      CAPTURE(i);
+      CAPTURE(bytes);
+      std::array<int, 8> off{};
+      off[static_cast<size_t>(i)] = bytes;
+      const char* name = cuda::gemv_misaligned(launch(off));
+      REQUIRE(name != nullptr);
+      CHECK(std::string(name) == names[i]);
+    }
+  }
+  // With two misaligned, the first in that order is named.
+  CHECK(std::string(cuda::gemv_misaligned(launch({0, 0, 0, 0, 2, 0, 0, 4}))) == "X");
 }
 
 // The launcher's rule for the fenced copy-engine form (gemv::split_tile_blocks): every block's run

@@ -1520,8 +1520,8 @@ template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
 #if DQL_HOPPER_GEMM
   if (wide_fits(L) && L.cc == 90 && gemv::hopper_takes(L.p.m)) {
-    // Where the copy engine's maps cannot be made (no encoder in the driver, or an operand not 16-byte
-    // aligned), the mma.sync GEMM.
+    // Where the copy engine's maps cannot be made (no encoder in the driver; gemv_run has refused
+    // operands that are not 16-byte aligned), the mma.sync GEMM.
     if (auto e = io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, L.rows, wait)) return *e;
   }
 #endif
@@ -2086,6 +2086,10 @@ size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {
 }
 
 std::string gemv_run(const GemvLaunch& L, bool wait) {
+  if (const char* name = gemv_misaligned(L))
+    return std::string("the GEMV / GEMM kernels were given ") + name +
+           " at an address that is not a multiple of 16 bytes; every device pointer of a launch must be "
+           "16-byte aligned (as cudaMalloc's are)";
   const Workspace ws = carve(L.workspace, L.w, L.p.m);
   const bool bf16 = L.p.dtype == OutType::BF16;
   if (L.cc < 75) return "the GEMV kernels need tensor cores (compute capability 7.5 or newer)";

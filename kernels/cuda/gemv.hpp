@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "kernels/gemv/gemv_cpu.hpp"
@@ -21,6 +22,29 @@ struct GemvLaunch {
   // the tiling on the user's device.
   int rows = 0;
 };
+
+// The kernels move operands 16 bytes at a time (cp.async, the copy engine, vector loads), so every
+// pointer of a launch (weights, scales, zero points, absmax, X, bias, Y, workspace) must be 16-byte
+// aligned, as cudaMalloc's are; gemv_run refuses a launch with one that is not. The name of the first
+// such pointer, or null where all are (null pointers, for the operands a format lacks, count as
+// aligned).
+inline const char* gemv_misaligned(const GemvLaunch& L) {
+  const struct {
+    const void* p;
+    const char* name;
+  } ptrs[] = {{L.w.q, "the weight words"},
+              {L.w.scales, "the scales"},
+              {L.w.qzeros, "the zero points"},
+              {L.w.absmax, "the NF4 absmax"},
+              {L.p.x, "X"},
+              {L.p.bias, "the bias"},
+              {L.y, "Y"},
+              {L.workspace, "the workspace"}};
+  for (const auto& e : ptrs) {
+    if (reinterpret_cast<std::uintptr_t>(e.p) % 16 != 0) return e.name;
+  }
+  return nullptr;
+}
 
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m);
 // Its first bytes, the partial sums and arrival counters, which the kernels leave zero for the next

@@ -644,6 +644,35 @@ TEST_CASE("gemm: rows of X a block set outside what the Hopper GEMM takes are re
   CHECK(d.workspace_zero());
 }
 
+TEST_CASE("gemv / gemm: an operand not 16-byte aligned is refused with a sentence, before any launch") {
+  // The kernels copy 16 bytes at a time; a pointer off that grid would fault on the device (and
+  // leave the context unusable), so gemv_run names it instead. X two bytes in, at 8 rows (the GEMV)
+  // and at 72 (the GEMM); the same launch then runs from the aligned X.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using recipes::OutType;
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const int64_t n = 256, k = 2048;
+  const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 13, n, k),
+                                          {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+  const DeviceWeights dev(q);
+  for (const int64_t m : {8, 72}) {
+    CAPTURE(m);
+    const GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 93, {});
+    DeviceGemv d(dev.w, r, prop);
+    const uint16_t* x = d.launch.p.x;
+    d.launch.p.x = x + 1;
+    CHECK(cuda::gemv_run(d.launch) ==
+          "the GEMV / GEMM kernels were given X at an address that is not a multiple of 16 bytes; every "
+          "device pointer of a launch must be 16-byte aligned (as cudaMalloc's are)");
+    d.launch.p.x = x;
+    REQUIRE(cuda::gemv_run(d.launch).empty());
+    CHECK(gemv::compare(d.y.to_host(), test::reference(*cpu, q, r), OutType::F16).rel_l2 < 1e-3);
+    CHECK(d.workspace_zero());
+  }
+}
+
 TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspace is left zero") {
   // Where the blocks of a split tile meet in slots of the workspace, a zero there means "not stored
   // yet" (stored values are encoded), so a partial sum that is NaN must reach the outputs and must
