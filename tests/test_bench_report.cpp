@@ -45,6 +45,32 @@ TEST_CASE("bench case names: a GEMM case says the rows of X a block were set to"
   CHECK(c.shape_name() == "M=65 8192x8192 g128 rows 80");
 }
 
+TEST_CASE("bench cases: the rows a block apply to the cases the Hopper GEMM runs, and no others") {
+  BenchCase c;
+  c.kind = BenchKind::Gemv;
+  c.n = 8192, c.k = 8192, c.m = 65;
+  CHECK(c.takes_gemm_rows());
+  c.path = gemv::Path::Naive;  // gemm/w4a16-ft-naive-fp16: the same kernel, plain conversion
+  CHECK(c.takes_gemm_rows());
+  c.dtype = recipes::OutType::BF16;
+  CHECK(c.takes_gemm_rows());
+  const auto with = [&](auto change) {
+    BenchCase d = c;
+    change(d);
+    return d.takes_gemm_rows();
+  };
+  CHECK_FALSE(with([](BenchCase& d) { d.m = 64; }));  // the GEMV forms and the passes of 64
+  CHECK(with([](BenchCase& d) { d.m = 256; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.path = gemv::Path::Cublas; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.path = gemv::Path::Online; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.layout = quant::Layout::Awq, d.scheme = quant::Scheme::Int4Asym; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.scheme = quant::Scheme::Int8Sym; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.n = 8192 + 64; }));  // not whole 128-channel tiles
+  CHECK_FALSE(with([](BenchCase& d) { d.group = 32; }));     // groups inside a 64-row tile
+  CHECK(with([](BenchCase& d) { d.group = 64; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.kind = BenchKind::Dequant; }));
+}
+
 TEST_CASE("bench statistics: median, quartiles and noise by linear interpolation") {
   const BenchStats s = summarize({5, 1, 4, 2, 3});  // sorted 1 2 3 4 5
   CHECK(s.samples == 5);

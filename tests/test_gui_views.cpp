@@ -113,6 +113,31 @@ TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it 
   CHECK(bad.output.find("rows of X '1,300': 300 is out of range") != std::string::npos);
 }
 
+TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cannot apply") {
+  // As bench --gemm-rows: a size the Hopper GEMM lacks, no case it runs, or a backend without it
+  // (these tests run on the CPU twin), each refused before anything is timed.
+  const std::string gemm = "timing.kernels=gemm/w4a16-ft-fp16;timing.batch=72;timing.timeout=0.1;";
+  const struct {
+    std::string script, sentence;
+  } cases[] = {
+      {gemm + "timing.shapes=128x512;timing.gemm-rows=100",
+       "GEMM rows a block 100 is not supported: use a multiple of 16 from 48 to 256, or 0 for the launcher's "
+       "choice"},
+      {gemm + "timing.shapes=64x512;timing.gemm-rows=64", "and none is chosen"},
+      {gemm + "timing.shapes=128x512;timing.gemm-rows=64",
+       "which runs on compute capability 9.0 GPUs, and this view times on CPU twin"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.script);
+    const std::string json = tmp("bench-gemm-rows.json");
+    const Outcome o = timed_run(c.script, json);
+    INFO(o.output);
+    CHECK(o.status == 0);
+    CHECK(o.output.find(c.sentence) != std::string::npos);
+    CHECK_FALSE(std::ifstream(json).good());  // nothing was timed, so no results were saved
+  }
+}
+
 TEST_CASE("timing view: a scripted benchmark runs in the background and its results are saved") {
   const std::string json = tmp("bench.json");
   const Outcome o = timed_run(

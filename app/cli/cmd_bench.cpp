@@ -65,8 +65,8 @@ void compare(const std::string& a_path, const std::string& b_path) {
   fmt::print("A/B > 1: B is faster; SAME when the difference is within the two runs' noise together\n");
 }
 
-// --gemm-rows: the rows of X a block of the Hopper GEMM, set on the cases that run it there (int4 in the
-// mixed-GEMM layout, fast or naive, groups of whole 64-row tiles, from 65 rows of X).
+// --gemm-rows: the rows of X a block of the Hopper GEMM, set on the cases that run it there
+// (BenchCase::takes_gemm_rows).
 void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
   if (!gemv::hopper_rows_exist(rows)) {
     throw UserError(fmt::format("--gemm-rows {} is not supported: use a multiple of {} from {} to {}", rows,
@@ -74,9 +74,7 @@ void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
   }
   bool any = false;
   for (BenchCase& c : cases) {
-    if (c.kind == BenchKind::Gemv && c.layout == quant::Layout::Ft && c.scheme == quant::Scheme::Int4Sym &&
-        (c.path == gemv::Path::Fast || c.path == gemv::Path::Naive) &&
-        gemv::wide_shape_fits(c.n, c.k, c.group) && gemv::hopper_takes(c.m)) {
+    if (c.takes_gemm_rows()) {
       c.gemm_rows = rows;
       any = true;
     }

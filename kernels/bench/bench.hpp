@@ -43,7 +43,11 @@ struct BenchCase {
   // "gemv/w4a16-ft-naive-fp16", "gemm/w4a16-ft-fp16" (M > 16), "gemv/cublas-fp16"
   std::string kernel_name() const;
   std::string shape_name() const;  // e.g. "8192x8192 g128", "M=1 28672x8192 g128"
-  double bytes() const;            // every input byte read once plus every output byte written once
+  // Whether gemm_rows applies: a case the Hopper GEMM runs on compute capability 9.0 (int4 in the
+  // mixed-GEMM layout, fast or naive, whole 128-channel tiles, groups of whole 64-row tiles, from 65
+  // rows of X).
+  bool takes_gemm_rows() const;
+  double bytes() const;  // every input byte read once plus every output byte written once
   double elements() const;
 };
 

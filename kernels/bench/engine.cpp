@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "kernels/backend/backend.hpp"
+#include "kernels/gemv/split.hpp"
 
 namespace dql {
 
@@ -84,6 +85,12 @@ std::string BenchCase::kernel_name() const {
     case BenchKind::Gemv: return gemv_kernel_name(*this);
   }
   return "?";
+}
+
+bool BenchCase::takes_gemm_rows() const {
+  return kind == BenchKind::Gemv && layout == quant::Layout::Ft && scheme == quant::Scheme::Int4Sym &&
+         (path == gemv::Path::Fast || path == gemv::Path::Naive) && gemv::wide_shape_fits(n, k, group) &&
+         gemv::hopper_takes(m);
 }
 
 std::string BenchCase::shape_name() const {

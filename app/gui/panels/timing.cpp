@@ -1,6 +1,7 @@
 // Timing: the bench engine on a thread of its own (progress, cancel; frames keep coming), results
 // as a table and as plots drawn with ImDrawList (medians with IQR whiskers, size sweeps on log axes
 // against the copy bandwidth), CSV / JSON export and A/B comparison with a saved run.
+#include <fmt/format.h>
 #include <imgui.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "app/gui/widgets.hpp"
 #include "kernels/bench/clocks.hpp"
 #include "kernels/bench/engine.hpp"
+#include "kernels/gemv/split.hpp"
 
 namespace dql::gui {
 
@@ -34,6 +36,8 @@ struct State {
   std::set<std::string> chosen;
   char shapes[256] = "";
   char batch[64] = "1,16";  // rows of X of the GEMV / GEMM cases
+  int gemm_rows = 0;        // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
+  bool hopper = false;      // the backend runs the Hopper GEMM (CUDA, compute capability 9.0)
   int group_choice = 2;
   int cold = 1;
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
@@ -261,6 +265,34 @@ void start(State& s, Model& m) {
     m.set_error(s.error);
     return;
   }
+  if (s.gemm_rows != 0) {
+    bool any = false;
+    for (BenchCase& c : cases) {
+      if (c.takes_gemm_rows()) c.gemm_rows = s.gemm_rows, any = true;
+    }
+    if (!gemv::hopper_rows_exist(s.gemm_rows)) {
+      s.error = fmt::format(
+          "GEMM rows a block {} is not supported: use a multiple of {} from {} to {}, or 0 for the "
+          "launcher's "
+          "choice",
+          s.gemm_rows, gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows);
+    } else if (!any) {
+      s.error =
+          "GEMM rows a block applies to the gemm/w4a16-ft kernels (int4, N a multiple of 128, group 64 or "
+          "128) "
+          "from 65 rows of X, and none is chosen: tick gemm/w4a16-ft-fp16, add rows of X over 64 and such a "
+          "shape, or set it to 0";
+    } else if (!s.hopper) {
+      s.error = fmt::format(
+          "GEMM rows a block sets the blocks of the Hopper GEMM, which runs on compute capability 9.0 GPUs, "
+          "and this view times on {}; set it to 0",
+          s.device_line);
+    }
+    if (!s.error.empty()) {
+      m.set_error(s.error);
+      return;
+    }
+  }
   BenchSettings set;
   set.cold = s.cold != 0;
   set.max_noise = s.max_noise_pct / 100.0;
@@ -298,9 +330,11 @@ void draw_timing(Model& m, const Ui& ui) {
         s.chosen.insert(k);
     }
     s.device_line = s.backend->info().summary();
+    s.hopper = s.backend->info().backend == "cuda" && s.backend->info().cc() == 90;
   }
   // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.shapes=NxK,NxK",
-  // "timing.batch=M,M" (rows of X of the GEMV / GEMM cases),
+  // "timing.batch=M,M" (rows of X of the GEMV / GEMM cases), "timing.gemm-rows=R" (the Hopper GEMM's rows a
+  // block),
   // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
   // "timing.save-json=PATH" (below).
   if (auto v = scripted("timing.kernels")) {
@@ -315,6 +349,7 @@ void draw_timing(Model& m, const Ui& ui) {
   }
   if (auto v = scripted("timing.shapes")) snprintf(s.shapes, sizeof s.shapes, "%s", v->c_str());
   if (auto v = scripted("timing.batch")) snprintf(s.batch, sizeof s.batch, "%s", v->c_str());
+  if (auto v = scripted("timing.gemm-rows")) s.gemm_rows = std::atoi(v->c_str());
   if (auto v = scripted("timing.warm")) s.cold = *v == "1" ? 0 : 1;
   if (auto v = scripted("timing.timeout")) s.timeout_s = static_cast<float>(std::atof(v->c_str()));
   if (auto v = scripted("timing.tab")) s.open_tab = *v;
@@ -368,6 +403,18 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::SetNextItemWidth(16 * em);
     ImGui::InputText("rows of X (gemv / gemm)", s.batch, sizeof s.batch);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("M values, 1 to 256, separated by commas: e.g. 1,4,16");
+    ImGui::BeginDisabled(!s.hopper && s.gemm_rows == 0);
+    ImGui::SetNextItemWidth(8 * em);
+    constexpr int kStep = static_cast<int>(gemv::kHopperRowStep);
+    ImGui::InputInt("GEMM rows a block", &s.gemm_rows, kStep, 4 * kStep);
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+      ImGui::SetTooltip(
+          "The rows of X a block of the Hopper GEMM takes (gemm/w4a16-ft, from 65 rows of X): a multiple of "
+          "%d from %d to %d, or 0 for the launcher's choice.%s",
+          kStep, static_cast<int>(gemv::kHopperLeastRows), static_cast<int>(gemv::kHopperLoneRows),
+          s.hopper ? "" : "\nCompute capability 9.0 GPUs only: this backend has no Hopper GEMM.");
+    }
     const char* groups[] = {"32", "64", "128"};
     ImGui::SetNextItemWidth(5 * em);
     ImGui::Combo("group", &s.group_choice, groups, 3);
