@@ -113,6 +113,32 @@ TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it 
   CHECK(bad.output.find("rows of X '1,300': 300 is out of range") != std::string::npos);
 }
 
+TEST_CASE("timing view: kernels picked by a pattern, as bench --kernel takes them") {
+  const std::string json = tmp("bench-select.json");
+  const Outcome o = timed_run(
+      "timing.select=gemm/w4a16-ft-*;timing.shapes=128x512;timing.batch=72;timing.warm=1;timing.timeout=0.1",
+      json);
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const nlohmann::json j = saved_report(json);
+  REQUIRE(j["rows"].size() == 2);
+  CHECK(j["rows"][0]["kernel"] == "gemm/w4a16-ft-fp16");
+  CHECK(j["rows"][1]["kernel"] == "gemm/w4a16-ft-naive-fp16");
+
+  // A pattern that matches nothing leaves the choice as it was, with a sentence.
+  const Outcome none = timed_run(
+      "timing.kernels=dequant/ft-int4-fp16;timing.select=gemv/*-bf16;timing.shapes=64x512;timing.warm=1;"
+      "timing.timeout=0.1",
+      json);
+  INFO(none.output);
+  REQUIRE(none.status == 0);
+  CHECK(none.output.find("'gemv/*-bf16' matches no kernel: names look like dequant/ft-int4-fp16") !=
+        std::string::npos);
+  const nlohmann::json kept = saved_report(json);
+  REQUIRE(kept["rows"].size() == 1);
+  CHECK(kept["rows"][0]["kernel"] == "dequant/ft-int4-fp16");
+}
+
 TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cannot apply") {
   // As bench --gemm-rows: a size the Hopper GEMM lacks, no case it runs, or a backend without it
   // (these tests run on the CPU twin), each refused before anything is timed.

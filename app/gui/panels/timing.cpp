@@ -2,6 +2,7 @@
 // as a table and as plots drawn with ImDrawList (medians with IQR whiskers, size sweeps on log axes
 // against the copy bandwidth), CSV / JSON export and A/B comparison with a saved run.
 #include <fmt/format.h>
+#include <fnmatch.h>
 #include <imgui.h>
 
 #include <algorithm>
@@ -34,6 +35,7 @@ struct State {
   std::chrono::steady_clock::time_point start;
   std::vector<std::string> kernels;  // every kernel name the engine offers
   std::set<std::string> chosen;
+  char glob[64] = "";  // picks kernels by name, as bench --kernel does
   char shapes[256] = "";
   char batch[64] = "1,16";  // rows of X of the GEMV / GEMM cases
   int gemm_rows = 0;        // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
@@ -243,6 +245,24 @@ void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
   }
 }
 
+// Ticks every kernel whose name matches the glob (bench --kernel's patterns) and unticks the rest.
+void select_matching(State& s, Model& m) {
+  std::set<std::string> picked;
+  for (const std::string& k : s.kernels) {
+    if (fnmatch(s.glob, k.c_str(), 0) == 0) picked.insert(k);
+  }
+  if (picked.empty()) {
+    s.error = fmt::format(
+        "'{}' matches no kernel: names look like dequant/ft-int4-fp16, quant/int4-sym, permute/int4-fwd, "
+        "gemv/w4a16-ft-fp16 and gemm/w4a16-ft-fp16, and * or ? stand for any text or character",
+        s.glob);
+    m.set_error(s.error);
+    return;
+  }
+  s.error.clear();
+  s.chosen = std::move(picked);
+}
+
 void start(State& s, Model& m) {
   s.error.clear();
   const auto shapes = front::parse_shape_list(s.shapes, "each shape");
@@ -332,7 +352,8 @@ void draw_timing(Model& m, const Ui& ui) {
     s.device_line = s.backend->info().summary();
     s.hopper = s.backend->info().backend == "cuda" && s.backend->info().cc() == 90;
   }
-  // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.shapes=NxK,NxK",
+  // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.select=GLOB" (the names it matches),
+  // "timing.shapes=NxK,NxK",
   // "timing.batch=M,M" (rows of X of the GEMV / GEMM cases), "timing.gemm-rows=R" (the Hopper GEMM's rows a
   // block),
   // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
@@ -346,6 +367,10 @@ void draw_timing(Model& m, const Ui& ui) {
       if (comma == std::string::npos) break;
       at = comma + 1;
     }
+  }
+  if (auto v = scripted("timing.select")) {
+    snprintf(s.glob, sizeof s.glob, "%s", v->c_str());
+    select_matching(s, m);
   }
   if (auto v = scripted("timing.shapes")) snprintf(s.shapes, sizeof s.shapes, "%s", v->c_str());
   if (auto v = scripted("timing.batch")) snprintf(s.batch, sizeof s.batch, "%s", v->c_str());
@@ -382,7 +407,24 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::TableSetupColumn("settings", ImGuiTableColumnFlags_WidthStretch, 1.0f);
     ImGui::TableNextColumn();
     ImGui::TextUnformatted("Kernels");
-    ImGui::BeginChild("kernel list", ImVec2(0, 7.5f * em), true);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(12 * em);
+    const bool entered = ImGui::InputTextWithHint("##glob", "a pattern, e.g. gemm/*", s.glob, sizeof s.glob,
+                                                  ImGuiInputTextFlags_EnterReturnsTrue);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "A pattern over the names, as bench --kernel takes: gemm/*, dequant/*-int4-*, *-bf16");
+    ImGui::SameLine();
+    if (ImGui::SmallButton("select matching") || entered) select_matching(s, m);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("clear")) s.chosen.clear();
+    ImGui::SameLine();
+    dim_text("%zu of %zu chosen", s.chosen.size(), s.kernels.size());
+    // Every kernel in view where 30% of the window's height allows, else four rows and a scroll bar.
+    const float row_h = ImGui::GetFrameHeightWithSpacing();
+    const float rows_all = std::ceil(static_cast<float>(s.kernels.size()) / 3.0f);
+    const float rows_fit = std::max(4.0f, std::floor(0.3f * ImGui::GetMainViewport()->Size.y / row_h));
+    ImGui::BeginChild("kernel list", ImVec2(0, std::min(rows_all, rows_fit) * row_h + em), true);
     if (ImGui::BeginTable("kernel grid", 3)) {
       for (const std::string& k : s.kernels) {
         ImGui::TableNextColumn();
