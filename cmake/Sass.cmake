@@ -1,8 +1,8 @@
 # The SASS of the program's own kernels, carried in the program (the SASS view and the `sass`
 # command). After dql_cuda is built, dql_sass_pack runs cuobjdump -sass on it (every architecture
-# it was built for), keeps one line per instruction and writes a source that embeds the text with
-# the assembler's .incbin, so nothing large is compiled. Without cuobjdump, or when it fails, the
-# build goes on and the program says that SASS is not available.
+# it was built for), keeps one line per instruction, compresses each architecture's text and writes
+# a source that embeds it with the assembler's .incbin, so nothing large is compiled. Without
+# cuobjdump, or when it fails, the build goes on and the program says that SASS is not available.
 #
 # cuobjdump and nvdisasm are looked for next to nvcc, then where scripts/setup.sh installs
 # NVIDIA's packages of them (<build>/cuda-tools); -DDQL_CUOBJDUMP=PATH overrides.
@@ -21,7 +21,11 @@ else()
   message(STATUS "SASS view: no cuobjdump found; the program will say SASS is not available")
 endif()
 
+# The listings are embedded compressed (zlib: about a tenth of their size).
+find_package(ZLIB REQUIRED)
+
 add_executable(dql_sass_pack ${PROJECT_SOURCE_DIR}/kernels/sass/pack.cpp)
+target_link_libraries(dql_sass_pack PRIVATE ZLIB::ZLIB)
 
 set(DQL_SASS_DIR ${CMAKE_BINARY_DIR}/sass)
 file(MAKE_DIRECTORY ${DQL_SASS_DIR})
@@ -41,5 +45,5 @@ target_link_libraries(dql_sass PUBLIC dql_engine fmt::fmt)
 
 # The embedded listings.
 add_library(dql_sass_data STATIC ${DQL_SASS_DIR}/sass_data.cpp ${PROJECT_SOURCE_DIR}/kernels/sass/embedded.cpp)
-target_link_libraries(dql_sass_data PUBLIC dql_sass)
+target_link_libraries(dql_sass_data PUBLIC dql_sass PRIVATE ZLIB::ZLIB)
 add_dependencies(dql_sass_data dql_sass_dump)

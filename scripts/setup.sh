@@ -13,7 +13,7 @@ gui="${DQL_BUILD_GUI:-ON}"
 build_dir="${DQL_BUILD_DIR:-build}"
 
 packages=(cmake ninja-build g++ pkg-config libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
-          libstb-dev libmpfr-dev)
+          libstb-dev libmpfr-dev zlib1g-dev)
 if [[ "$gui" == "ON" ]]; then
   # The app, and what its tests run it under: Xvfb with Mesa (llvmpipe), and the DejaVu fonts.
   packages+=(libimgui-dev libglfw3-dev python3-glad xvfb xauth libgl1-mesa-dri fonts-dejavu-core)

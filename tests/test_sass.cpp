@@ -234,6 +234,25 @@ TEST_CASE("names: short names, bench names, elements per pass, glob") {
   CHECK(sass::glob_match("*", ""));
 }
 
+TEST_CASE("embedded SASS: each architecture's listing unpacks whole, about a tenth of its size packed") {
+  if (sass::embedded().empty()) {
+    MESSAGE("this build embedded no SASS: " << sass::unavailable_reason());
+    return;
+  }
+  for (const auto& e : sass::embedded()) {
+    CAPTURE(e.arch);
+    const std::string text = sass::embedded_text(e);
+    REQUIRE(text.size() == e.text_bytes);
+    CHECK(text.rfind("code for " + std::string(e.arch) + "\n", 0) == 0);
+    CHECK(text.find("Function : ") != std::string::npos);
+    CHECK(e.packed.size() * 4 < e.text_bytes);
+    // A stream cut short does not unpack: empty, not a partial listing.
+    sass::EmbeddedArch cut = e;
+    cut.packed = e.packed.substr(0, e.packed.size() / 2);
+    CHECK(sass::embedded_text(cut).empty());
+  }
+}
+
 TEST_CASE("sass command: the embedded listing, or a sentence saying there is none") {
   if (sass::embedded().empty()) {
     const Run r = run("sass");

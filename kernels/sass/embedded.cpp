@@ -1,5 +1,7 @@
 #include "embedded.hpp"
 
+#include <zlib.h>
+
 #include <charconv>
 #include <map>
 #include <memory>
@@ -18,6 +20,16 @@ int number_of(std::string_view arch) {
 
 }  // namespace
 
+std::string embedded_text(const EmbeddedArch& e) {
+  std::string text(e.text_bytes, '\0');
+  uLongf n = static_cast<uLongf>(text.size());
+  if (uncompress(reinterpret_cast<Bytef*>(text.data()), &n, reinterpret_cast<const Bytef*>(e.packed.data()),
+                 static_cast<uLong>(e.packed.size())) != Z_OK ||
+      n != text.size())
+    return {};
+  return text;
+}
+
 std::string embedded_arch_list() {
   std::string s;
   for (const auto& e : embedded()) s += (s.empty() ? "" : ", ") + std::string(e.arch);
@@ -31,7 +43,7 @@ const Listing* embedded_listing(std::string_view arch) {
   if (auto it = cache.find(arch); it != cache.end()) return it->second.get();
   for (const auto& e : embedded()) {
     if (e.arch != arch) continue;
-    auto parsed = parse(e.text);
+    auto parsed = parse(embedded_text(e));
     auto l = std::make_unique<Listing>();
     l->arch = std::string(arch);
     for (auto& p : parsed) {

@@ -1,5 +1,5 @@
 // The SASS the build embedded in the program: cuobjdump's listing of dql_cuda, one compact text
-// per architecture it was built for (cmake/Sass.cmake).
+// per architecture it was built for, compressed (cmake/Sass.cmake).
 #pragma once
 
 #include <span>
@@ -12,9 +12,13 @@
 namespace dql::sass {
 
 struct EmbeddedArch {
-  std::string_view arch;  // "sm_90"
-  std::string_view text;  // compact cuobjdump -sass output for that architecture
+  std::string_view arch;    // "sm_90"
+  std::string_view packed;  // compact cuobjdump -sass output for that architecture, one zlib stream
+  size_t text_bytes = 0;    // its size unpacked
 };
+
+// One architecture's listing text, unpacked; empty where the stream does not unpack to text_bytes.
+std::string embedded_text(const EmbeddedArch& e);
 
 // Ascending by architecture; empty when the build had no cuobjdump (or it failed).
 std::span<const EmbeddedArch> embedded();
