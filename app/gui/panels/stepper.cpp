@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 
 #include "app/gui/model.hpp"
@@ -399,18 +401,31 @@ void draw_stepper(Model& m, const Ui& ui) {
   ImGui::Separator();
   draw_transport(m, ui);
 
-  // The steps on the left, the current step on the right.
-  const float list_w = 26.0f * ui.em;
+  // The steps on the left, as wide as their longest line where that leaves the current step (on
+  // the right) at least half the width; longer lines scroll sideways.
+  const auto label_of = [&](size_t i) {
+    char label[160];
+    std::snprintf(label, sizeof label, "%2zu %s", i, m.trace.steps[i].ptx.c_str());
+    return std::string(label);
+  };
+  if (ui.mono) ImGui::PushFont(ui.mono);
+  float widest = 0;
+  for (size_t i = 0; i < m.trace.steps.size(); ++i)
+    widest = std::max(widest, ImGui::CalcTextSize(label_of(i).c_str()).x);
+  if (ui.mono) ImGui::PopFont();
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float fit_w = widest + 2 * style.WindowPadding.x + style.ScrollbarSize + ui.em;
+  const float list_w =
+      std::clamp(fit_w, 26.0f * ui.em, std::max(26.0f * ui.em, 0.5f * ImGui::GetContentRegionAvail().x));
   const float detail_h = 20.0f * ui.em;
-  ImGui::BeginChild("steps", ImVec2(list_w, detail_h), true);
+  ImGui::BeginChild("steps", ImVec2(list_w, detail_h), true, ImGuiWindowFlags_HorizontalScrollbar);
   if (ui.mono) ImGui::PushFont(ui.mono);
   for (size_t i = 0; i < m.trace.steps.size(); ++i) {
     const auto& s = m.trace.steps[i];
-    char label[160];
-    std::snprintf(label, sizeof label, "%2zu %s", i, s.ptx.c_str());
+    const std::string label = label_of(i);
     const bool differs = !m.gpu_values.empty() && m.gpu_values[i] != s.value;
     if (differs) ImGui::PushStyleColor(ImGuiCol_Text, palette::to_vec4(palette::kBad));
-    if (ImGui::Selectable(label, static_cast<int>(i) == m.step)) m.step = static_cast<int>(i);
+    if (ImGui::Selectable(label.c_str(), static_cast<int>(i) == m.step)) m.step = static_cast<int>(i);
     if (differs) ImGui::PopStyleColor();
     if (static_cast<int>(i) == m.step && m.playing) ImGui::SetScrollHereY();
   }
