@@ -536,7 +536,8 @@ int run_gui(const GuiOptions& opt) {
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
 
     // Captures: after the draw, before the swap.
-    const bool last_screenshot_frame = !opt.screenshot.empty() && !script_pending() && ++settle >= 4;
+    const bool last_screenshot_frame =
+        !opt.screenshot.empty() && !script_pending() && !sass_view_busy() && ++settle >= 4;
     if (s.want_png_window || s.want_png_view || last_screenshot_frame) {
       std::string path = last_screenshot_frame ? opt.screenshot
                          : !s.png_path.empty()

@@ -103,5 +103,7 @@ void draw_layouts(Model& m, const Ui& ui);
 void draw_quant(Model& m, const Ui& ui);
 void draw_timing(Model& m, const Ui& ui);
 void draw_sass(Model& m, const Ui& ui);
+// True while the SASS view is reading an architecture's listing (screenshots wait for it).
+bool sass_view_busy();
 
 }  // namespace dql::gui

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,10 @@ struct SassState {
   char filter[64] = "dequant";  // the kernels the recipes are in; cleared for every kernel
   std::string gpu_note;         // why the GPU's architecture is not the one shown
   bool chose_arch = false;
+  // An architecture's listing is unpacked and parsed once, off the frame's thread (a second or
+  // more for the largest): `loading` is in flight for `loading_arch`.
+  std::future<const sass::Listing*> loading;
+  std::string loading_arch;
 } g;
 
 std::string gpu_arch(const Model& m) {
@@ -80,7 +86,8 @@ void choose_arch(const Model& m) {
   if (g.chose_arch) return;
   g.chose_arch = true;
   const std::string gpu = gpu_arch(m);
-  if (!gpu.empty() && sass::embedded_listing(gpu) != nullptr) {
+  const auto archs = sass::embedded();
+  if (!gpu.empty() && std::any_of(archs.begin(), archs.end(), [&](const auto& e) { return e.arch == gpu; })) {
     g.arch = gpu;
     return;
   }
@@ -88,14 +95,21 @@ void choose_arch(const Model& m) {
   if (!gpu.empty()) g.gpu_note = fmt::format("this build has no SASS for the GPU's {}", gpu);
 }
 
-void build_rows(const Model& m) {
-  if (g.rows_arch == g.arch) return;
+// The kernel rows of the chosen architecture; false while its listing is still being read.
+bool build_rows(const Model& m) {
+  if (g.rows_arch == g.arch) return true;
+  if (!g.loading.valid()) {
+    g.loading_arch = g.arch;
+    g.loading = std::async(std::launch::async, [a = g.arch] { return sass::embedded_listing(a); });
+  }
+  if (g.loading.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  const sass::Listing* l = g.loading.get();
+  if (g.loading_arch != g.arch) return false;  // chosen while another was read: read it next frame
   g.rows_arch = g.arch;
   g.rows.clear();
   g.lines.clear();
   g.lines_for = -1;
-  const sass::Listing* l = sass::embedded_listing(g.arch);
-  if (l == nullptr) return;
+  if (l == nullptr) return true;
   for (const auto& f : l->functions) {
     std::string label = f.name;
     if (const auto k = label.find("_kernel"); k != std::string::npos) label.erase(k, 7);
@@ -110,6 +124,7 @@ void build_rows(const Model& m) {
       break;
     }
   }
+  return true;
 }
 
 bool filter_match(const std::string& name, const std::string& bench) {
@@ -376,6 +391,8 @@ void draw_listing(Model& m, const Ui& ui) {
 
 }  // namespace
 
+bool sass_view_busy() { return g.loading.valid(); }
+
 void draw_sass(Model& m, const Ui& ui) {
   if (sass::embedded().empty()) {
     ImGui::TextWrapped("%s", std::string(sass::unavailable_reason()).c_str());
@@ -410,7 +427,14 @@ void draw_sass(Model& m, const Ui& ui) {
     ImGui::SameLine();
   }
   ImGui::TextDisabled("  cuobjdump -sass of this build; click a LOP3 or PRMT line to open it");
-  build_rows(m);
+  if (!build_rows(m)) {
+    size_t bytes = 0;
+    for (const auto& e : sass::embedded())
+      if (e.arch == g.loading_arch) bytes = e.text_bytes;
+    ImGui::TextDisabled("Unpacking and reading the SASS of %s (%.0f MB of text) ...", g.loading_arch.c_str(),
+                        bytes / 1e6);
+    return;
+  }
   if (g.rows.empty()) {
     ImGui::TextWrapped("No kernels for %s in this build.", g.arch.c_str());
     return;
