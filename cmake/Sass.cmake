@@ -21,7 +21,7 @@ else()
   message(STATUS "SASS view: no cuobjdump found; the program will say SASS is not available")
 endif()
 
-# The listings are embedded compressed (zlib: about a tenth of their size).
+# The listings are embedded compressed (zlib: about a sixth of their size).
 find_package(ZLIB REQUIRED)
 
 add_executable(dql_sass_pack ${PROJECT_SOURCE_DIR}/kernels/sass/pack.cpp)

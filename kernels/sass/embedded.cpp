@@ -30,6 +30,13 @@ std::string embedded_text(const EmbeddedArch& e) {
   return text;
 }
 
+const EmbeddedArch* embedded_arch(std::string_view arch) {
+  for (const auto& e : embedded()) {
+    if (e.arch == arch) return &e;
+  }
+  return nullptr;
+}
+
 std::string embedded_arch_list() {
   std::string s;
   for (const auto& e : embedded()) s += (s.empty() ? "" : ", ") + std::string(e.arch);
@@ -41,9 +48,8 @@ const Listing* embedded_listing(std::string_view arch) {
   static std::map<std::string, std::unique_ptr<Listing>, std::less<>> cache;
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(arch); it != cache.end()) return it->second.get();
-  for (const auto& e : embedded()) {
-    if (e.arch != arch) continue;
-    auto parsed = parse(embedded_text(e));
+  if (const EmbeddedArch* e = embedded_arch(arch)) {
+    auto parsed = parse(embedded_text(*e));
     auto l = std::make_unique<Listing>();
     l->arch = std::string(arch);
     for (auto& p : parsed) {

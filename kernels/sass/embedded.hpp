@@ -26,6 +26,9 @@ std::span<const EmbeddedArch> embedded();
 // Why embedded() is empty, as a sentence; empty when it is not.
 std::string_view unavailable_reason();
 
+// One embedded architecture ("sm_90"), or nullptr where the build has none for it.
+const EmbeddedArch* embedded_arch(std::string_view arch);
+
 // The embedded architectures, "sm_75, sm_80, ..." for messages.
 std::string embedded_arch_list();
 

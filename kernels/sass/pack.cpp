@@ -1,7 +1,7 @@
 // dql_sass_pack: run at build time (cmake/Sass.cmake). Disassembles the kernel library with
 // cuobjdump -sass, keeps one line per instruction ("/*08f0*/ LOP3.LUT R12, R13, ... ;", no
 // encodings) under "code for sm_XX" and "Function : NAME" lines, writes one text per
-// architecture, compressed with zlib (the texts shrink about tenfold), and a C++ source that
+// architecture, compressed with zlib (the texts shrink about sixfold), and a C++ source that
 // embeds them with the assembler's .incbin (nothing to compile but a few lines). Never fails the
 // build: without cuobjdump, or when it fails, the source says why SASS is not available.
 //

@@ -86,8 +86,7 @@ void choose_arch(const Model& m) {
   if (g.chose_arch) return;
   g.chose_arch = true;
   const std::string gpu = gpu_arch(m);
-  const auto archs = sass::embedded();
-  if (!gpu.empty() && std::any_of(archs.begin(), archs.end(), [&](const auto& e) { return e.arch == gpu; })) {
+  if (!gpu.empty() && sass::embedded_arch(gpu) != nullptr) {
     g.arch = gpu;
     return;
   }
@@ -428,9 +427,8 @@ void draw_sass(Model& m, const Ui& ui) {
   }
   ImGui::TextDisabled("  cuobjdump -sass of this build; click a LOP3 or PRMT line to open it");
   if (!build_rows(m)) {
-    size_t bytes = 0;
-    for (const auto& e : sass::embedded())
-      if (e.arch == g.loading_arch) bytes = e.text_bytes;
+    const sass::EmbeddedArch* e = sass::embedded_arch(g.loading_arch);
+    const size_t bytes = e != nullptr ? e->text_bytes : 0;
     ImGui::TextDisabled("Unpacking and reading the SASS of %s (%.0f MB of text) ...", g.loading_arch.c_str(),
                         bytes / 1e6);
     return;
