@@ -582,8 +582,9 @@ struct BulkArgs : FtIo {
 // at once (split_tile_blocks), so every block it waits for has started.
 // The persistent grid's runs meet the same way (ft_bulk_kernel's RUNS): a tile's settler is the block
 // holding its first unit, the last of the tile's blocks in launch order since the runs are taken in
-// reverse, and the grid is what fits; at one token tile, waiting for at most four runs, it adds
-// them in its lanes instead (settle_in_lanes).
+// reverse, and the grid is what fits. (A settler adding its slots in its own lanes at one token tile,
+// without shared memory, was the same on the H100 but cost the main loop 4-5% on the H200 by its
+// mere presence in the kernel: notes/performance.md, l1 and f1.)
 // The rules that pick slots, and how many values a thread reads at once, are gemv::slot_split,
 // gemv::run_slot_others and gemv::kSlotLoads (split.hpp).
 static_assert(gemv::kBlockThreads == kSliceWarps * 32 && gemv::kTileChannels == 16 * kSliceWarps,
@@ -677,43 +678,6 @@ __device__ __forceinline__ void meet_in_slots(const BulkArgs& a, int64_t tile, i
     const int tok = o / kTile, c = o % kTile;  // along N: the outputs' writes coalesce
     write_out<T>(a.out, tok, tile * kTile + c, scratch[c * m + tok]);
   }
-}
-
-// The settler of a persistent run's tile at one token tile, where it waits for at most
-// gemv::kLaneOthers other runs: each lane reads the slots of its own outputs (all its reads issued
-// together), adds them to its sums in slot order, clears them and writes its outputs. No shared
-// memory and no block barrier; the sums are added in the order meet_in_slots adds them.
-template <OutType T>
-__device__ __forceinline__ void settle_in_lanes(const BulkArgs& a, int others, int64_t tok0, int64_t ch0,
-                                                int64_t ch1, const float (&acc)[1][4]) {
-  constexpr int K = gemv::kLaneOthers;
-  const int64_t slot_pitch = a.m * a.n;
-  uint32_t v[4 * K];  // output idx's slot k at idx * K + k
-  float* at[4];
-  int idx = 0;
-  lane_outputs<1>(tok0, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float) {
-    at[idx] = a.sums + ch * a.m + tok;
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      v[idx * K + k] = tok < a.m && k < others ? slot_load(at[idx] + k * slot_pitch) : kSlotMark;
-    ++idx;
-  });
-  wait_for_slots(v, [&](int q) { return slot_load(at[q / K] + (q % K) * slot_pitch); });
-  idx = 0;
-  lane_outputs<1>(tok0, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float own) {
-    if (tok < a.m) {
-      float sum = own;
-#pragma unroll
-      for (int k = 0; k < K; ++k) {
-        if (k < others) {
-          sum += __uint_as_float(v[idx * K + k] ^ kSlotMark);
-          __stcg(at[idx] + k * slot_pitch, 0.0f);
-        }
-      }
-      write_out<T>(a.out, tok, ch, sum);
-    }
-    ++idx;
-  });
 }
 #endif
 
@@ -914,13 +878,7 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
             return static_cast<int>(gemv::run_holder(unit, gridDim.x, a.units));
           };
           if (run_begin == t_lo) {
-            const int others = holder(t_lo + per_tile - 1) - static_cast<int>(vb);
-            bool settled = false;
-            if constexpr (NT == 1) {
-              settled = others <= gemv::kLaneOthers;
-              if (settled) settle_in_lanes<T>(a, others, 2 * r, ch0, ch1, acc);
-            }
-            if (!settled) meet_in_slots<T>(a, tile, -1, others, scratch, each);
+            meet_in_slots<T>(a, tile, -1, holder(t_lo + per_tile - 1) - static_cast<int>(vb), scratch, each);
           } else {
             meet_in_slots<T>(a, tile, static_cast<int>(vb) - holder(t_lo) - 1, 0, scratch, each);
           }

@@ -73,12 +73,6 @@ inline int64_t run_slot_others(int64_t units, int64_t blocks, int64_t per_tile, 
   return reads <= 2 * kSlotLoads && room ? others : 0;
 }
 
-// At one token tile (up to 8 rows) a persistent run's settler waiting for at most this many other
-// runs adds their slots in its lanes (no shared memory, no block barrier); with more it meets them
-// through shared memory. On the H100 the lanes measured 1.00-1.01x at M = 1 and 1.00-1.035x at M = 8
-// (notes/performance.md, l1).
-constexpr int kLaneOthers = 4;
-
 // ---- the wide GEMM (wide_kernel): blocks of kWideRows rows of X by kWideChannels channels ----
 
 constexpr int64_t kWideRows = 64;

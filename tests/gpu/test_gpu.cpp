@@ -528,9 +528,8 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // and 9 to 16 rows, 8192 x 11008 at 1, 28672 x 2048 at 1 and 4, 16384 x 4096 at 8 and 32) or a
   // second kernel settles them all (8192 x 8192 from 24 rows). 8192 x 8192 from 12 rows and both
   // square shapes from 17 re-lay X first. At one token tile (up to 8 rows) a persistent run's
-  // settler waiting for at most four others adds their slots in its lanes (8192 x 8192 at 1 and 8
-  // rows, three others, fp16 and bf16 outputs; 16384 x 4096 at 8, two), and with more it meets them
-  // through shared memory (4096 x 28672 at 1 and 8 rows, seven others). From 65 rows on compute
+  // settler meets two to seven others (8192 x 8192 at 1 and 8 rows, three, fp16 and bf16 outputs;
+  // 16384 x 4096 at 8, two; 4096 x 28672 at 1 and 8 rows, seven). From 65 rows on compute
   // capability 9.0 the Hopper GEMM cuts K into four runs that meet in the workspace at 4096 x 4096 with
   // 72 rows (64 tiles of 48 rows), fp16 and bf16, and into two at 200 rows (128 tiles of 64); 17024 x 6144
   // at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks
