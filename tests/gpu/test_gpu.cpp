@@ -140,6 +140,20 @@ std::unique_ptr<Backend> open_gpu() {
   return gpu;
 }
 
+// The properties of the device the backend opens (DeviceGemv launches for it).
+cudaDeviceProp device_prop() {
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  return prop;
+}
+
+// An n x k matrix of normal values, quantized int4 symmetric in groups of 128 in the mixed-GEMM
+// layout: the weights most GEMV / GEMM cases launch on.
+QuantizedMatrix int4_g128(Backend& cpu, uint64_t seed, int64_t n, int64_t k) {
+  return cpu.quantize(random_matrix(Distribution::Normal, seed, n, k),
+                      {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+}
+
 // A quantized matrix's words and scales on the device, and the weights that name them (the
 // mixed-GEMM layout's; the other formats' arrays stay on the host).
 struct DeviceWeights {
@@ -492,11 +506,9 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const cudaDeviceProp prop = device_prop();
   const int64_t n = 4096, k = 4096;
-  const Tensor w = random_matrix(Distribution::Normal, 11, n, k);
-  const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+  const QuantizedMatrix q = int4_g128(*cpu, 11, n, k);
   const DeviceWeights dev(q);
   const gemv::Weights& dw = dev.w;
   for (const int sms : {prop.multiProcessorCount, 8}) {
@@ -543,8 +555,7 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const cudaDeviceProp prop = device_prop();
   struct Run {
     int64_t n, k;
     QuantSpec spec;
@@ -618,15 +629,13 @@ TEST_CASE("gemm: rows of X a block set outside what the Hopper GEMM takes are re
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const cudaDeviceProp prop = device_prop();
   if (10 * prop.major + prop.minor != 90) {
     MESSAGE("skipped: the Hopper GEMM runs on compute capability 9.0 only");
     return;
   }
   const int64_t n = 256, k = 2048, m = 72;
-  const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 12, n, k),
-                                          {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+  const QuantizedMatrix q = int4_g128(*cpu, 12, n, k);
   const DeviceWeights dev(q);
   const GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 91, {});
   DeviceGemv d(dev.w, r, prop);
@@ -650,11 +659,9 @@ TEST_CASE("gemv / gemm: an operand not 16-byte aligned is refused with a sentenc
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const cudaDeviceProp prop = device_prop();
   const int64_t n = 256, k = 2048;
-  const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 13, n, k),
-                                          {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+  const QuantizedMatrix q = int4_g128(*cpu, 13, n, k);
   const DeviceWeights dev(q);
   for (const int64_t m : {8, 72}) {
     CAPTURE(m);
@@ -680,11 +687,9 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
-  cudaDeviceProp prop{};
-  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const cudaDeviceProp prop = device_prop();
   const int64_t n = 5120, k = 5120;
-  const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 8, n, k),
-                                          {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+  const QuantizedMatrix q = int4_g128(*cpu, 8, n, k);
   const DeviceWeights dev(q);
   const gemv::Weights& dw = dev.w;
   for (int64_t m : {1, 4}) {
