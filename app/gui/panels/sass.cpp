@@ -220,12 +220,15 @@ void draw_kernel_list(const Model& m, const Ui& ui) {
       }
       if (hovered) {
         ImGui::BeginTooltip();
+        // A template's name can be wider than the window.
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 48.0f);
         ImGui::TextUnformatted(r.f->demangled.c_str());
         if (!r.f->bench.empty()) ImGui::Text("bench kernel: %s", r.f->bench.c_str());
         for (const auto* t : times)
           ImGui::Text("%s: %.2f us, %.0f GB/s, %.1f%% of copy", t->shape.c_str(), t->stats.median_s * 1e6,
                       t->gbps, t->pct_of_copy);
         if (!times.empty()) ImGui::TextDisabled("the launcher picks this variant or its sibling by shape");
+        ImGui::PopTextWrapPos();
         ImGui::EndTooltip();
       }
     }
@@ -311,14 +314,13 @@ void draw_listing(Model& m, const Ui& ui) {
   }
   ImGui::TextWrapped("%s", counts.c_str());
   if (row.pe) {
-    ImGui::TextDisabled(
-        "per element: %.2f instructions (%d in the %s marked on the left, %d elements a thread)",
-        row.pe->total(), row.pe->counts.total, row.pe->loop ? "loop" : "kernel", row.pe->elements);
+    dim_text("per element: %.2f instructions (%d in the %s marked on the left, %d elements a thread)",
+             row.pe->total(), row.pe->counts.total, row.pe->loop ? "loop" : "kernel", row.pe->elements);
   }
   const auto times = bench_rows_of(m, f.bench);
   for (const auto* t : times) {
-    ImGui::TextDisabled("timed: %s %s  %.2f us  %.0f GB/s  %.1f%% of copy", t->kernel.c_str(),
-                        t->shape.c_str(), t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);
+    dim_text("timed: %s %s  %.2f us  %.0f GB/s  %.1f%% of copy", t->kernel.c_str(), t->shape.c_str(),
+             t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);
   }
 
   // The step the stepper is on, when it is a lop3 or prmt: the same immediates light up here.
@@ -425,7 +427,7 @@ void draw_sass(Model& m, const Ui& ui) {
     ImGui::TextColored(palette::to_vec4(class_color(c)), "%s", label);
     ImGui::SameLine();
   }
-  ImGui::TextDisabled("  cuobjdump -sass of this build; click a LOP3 or PRMT line to open it");
+  dim_text("  cuobjdump -sass of this build; click a LOP3 or PRMT line to open it");
   if (!build_rows(m)) {
     const sass::EmbeddedArch* e = sass::embedded_arch(g.loading_arch);
     const size_t bytes = e != nullptr ? e->text_bytes : 0;
