@@ -440,9 +440,15 @@ void draw_timing(Model& m, const Ui& ui) {
     }
     ImGui::EndChild();
     ImGui::TableNextColumn();
-    ImGui::SetNextItemWidth(16 * em);
+    // A field 16 em wide where the column leaves its label room beside it (at 1280 px it does not).
+    const auto field_width = [em](const char* label) {
+      const float room = ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(label).x -
+                         ImGui::GetStyle().ItemInnerSpacing.x;
+      return std::clamp(room, 6 * em, 16 * em);
+    };
+    ImGui::SetNextItemWidth(field_width("shapes NxK"));
     ImGui::InputText("shapes NxK", s.shapes, sizeof s.shapes);
-    ImGui::SetNextItemWidth(16 * em);
+    ImGui::SetNextItemWidth(field_width("rows of X (gemv / gemm)"));
     ImGui::InputText("rows of X (gemv / gemm)", s.batch, sizeof s.batch);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("M values, 1 to 256, separated by commas: e.g. 1,4,16");
     ImGui::BeginDisabled(!s.hopper && s.gemm_rows == 0);
