@@ -97,13 +97,16 @@ void choose_arch(const Model& m) {
 // The kernel rows of the chosen architecture; false while its listing is still being read.
 bool build_rows(const Model& m) {
   if (g.rows_arch == g.arch) return true;
+  const auto ready = [] { return g.loading.wait_for(std::chrono::seconds(0)) == std::future_status::ready; };
+  // Another architecture chosen while one was read: that one stays in the listing cache, and the
+  // chosen one's read starts now (so that the view stays busy, for screenshots, until it is in).
+  if (g.loading.valid() && g.loading_arch != g.arch && ready()) g.loading.get();
   if (!g.loading.valid()) {
     g.loading_arch = g.arch;
     g.loading = std::async(std::launch::async, [a = g.arch] { return sass::embedded_listing(a); });
   }
-  if (g.loading.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return false;
+  if (g.loading_arch != g.arch || !ready()) return false;
   const sass::Listing* l = g.loading.get();
-  if (g.loading_arch != g.arch) return false;  // chosen while another was read: read it next frame
   g.rows_arch = g.arch;
   g.rows.clear();
   g.lines.clear();
@@ -431,8 +434,8 @@ void draw_sass(Model& m, const Ui& ui) {
   if (!build_rows(m)) {
     const sass::EmbeddedArch* e = sass::embedded_arch(g.loading_arch);
     const size_t bytes = e != nullptr ? e->text_bytes : 0;
-    ImGui::TextDisabled("Unpacking and reading the SASS of %s (%.0f MB of text) ...", g.loading_arch.c_str(),
-                        bytes / 1e6);
+    dim_text("Unpacking and reading the SASS of %s (%.0f MB of text) ...", g.loading_arch.c_str(),
+             bytes / 1e6);
     return;
   }
   if (g.rows.empty()) {

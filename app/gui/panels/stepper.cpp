@@ -4,8 +4,8 @@
 #include <imgui.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "app/gui/model.hpp"
 #include "app/gui/widgets.hpp"
@@ -403,15 +403,13 @@ void draw_stepper(Model& m, const Ui& ui) {
 
   // The steps on the left, as wide as their longest line where that leaves the current step (on
   // the right) at least half the width; longer lines scroll sideways.
-  const auto label_of = [&](size_t i) {
-    char label[160];
-    std::snprintf(label, sizeof label, "%2zu %s", i, m.trace.steps[i].ptx.c_str());
-    return std::string(label);
-  };
+  std::vector<std::string> labels(m.trace.steps.size());
   if (ui.mono) ImGui::PushFont(ui.mono);
   float widest = 0;
-  for (size_t i = 0; i < m.trace.steps.size(); ++i)
-    widest = std::max(widest, ImGui::CalcTextSize(label_of(i).c_str()).x);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    labels[i] = fmt::format("{:2} {}", i, m.trace.steps[i].ptx);
+    widest = std::max(widest, ImGui::CalcTextSize(labels[i].c_str()).x);
+  }
   if (ui.mono) ImGui::PopFont();
   const ImGuiStyle& style = ImGui::GetStyle();
   const float fit_w = widest + 2 * style.WindowPadding.x + style.ScrollbarSize + ui.em;
@@ -422,10 +420,9 @@ void draw_stepper(Model& m, const Ui& ui) {
   if (ui.mono) ImGui::PushFont(ui.mono);
   for (size_t i = 0; i < m.trace.steps.size(); ++i) {
     const auto& s = m.trace.steps[i];
-    const std::string label = label_of(i);
     const bool differs = !m.gpu_values.empty() && m.gpu_values[i] != s.value;
     if (differs) ImGui::PushStyleColor(ImGuiCol_Text, palette::to_vec4(palette::kBad));
-    if (ImGui::Selectable(label.c_str(), static_cast<int>(i) == m.step)) m.step = static_cast<int>(i);
+    if (ImGui::Selectable(labels[i].c_str(), static_cast<int>(i) == m.step)) m.step = static_cast<int>(i);
     if (differs) ImGui::PopStyleColor();
     if (static_cast<int>(i) == m.step && m.playing) ImGui::SetScrollHereY();
   }
