@@ -5,6 +5,8 @@ include(doctest)
 add_executable(dql_gui_model_tests ${PROJECT_SOURCE_DIR}/tests/test_main.cpp
                                    ${PROJECT_SOURCE_DIR}/tests/test_gui_model.cpp)
 target_link_libraries(dql_gui_model_tests PRIVATE dql_gui_core doctest::doctest)
+# The views' sources, where the test finds every script key the views read.
+target_compile_definitions(dql_gui_model_tests PRIVATE DQL_GUI_SOURCES="${PROJECT_SOURCE_DIR}/app/gui")
 doctest_discover_tests(dql_gui_model_tests TEST_PREFIX "gui model: ")
 
 # The app under Xvfb + Mesa (llvmpipe). Exit status 77 = skipped, with a message, where Xvfb

@@ -126,6 +126,20 @@ TEST_CASE("LOP3: a bad expression shows the parser's message and keeps the table
   CHECK(ok.output.find("the app shows") == std::string::npos);
 }
 
+TEST_CASE("script: an unknown key, or one of another view, ends the run with a sentence instead of waiting") {
+  const dql::test::GuiRun unknown =
+      app("--screenshot " + tmp("script.png") + " --script \"stepper.hexx=0x1\"");
+  INFO(unknown.output);
+  CHECK(unknown.status == 2);
+  CHECK(unknown.output.find("--script: 'stepper.hexx' is not a script key") != std::string::npos);
+  const dql::test::GuiRun other =
+      app("--screenshot " + tmp("script.png") + " --view lop3 --script \"timing.run=1\"");
+  INFO(other.output);
+  CHECK(other.status == 2);
+  CHECK(other.output.find("'timing.run' is a key of the timing view, and the app shows the lop3 view") !=
+        std::string::npos);
+}
+
 TEST_CASE("stepper: a bad hex input is refused and the previous input kept") {
   const dql::test::GuiRun bad =
       app("--screenshot " + tmp("hex.png") +

@@ -6,6 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "app/gui/model.hpp"
 #include "app/gui/settings.hpp"
@@ -201,4 +206,58 @@ TEST_CASE("exact decimal expansion of float patterns") {
   CHECK(exact_decimal(0x7E00, bits::kF16) == "nan");
   CHECK(exact_decimal(0x8000, bits::kF16) == "-0");
   CHECK(dql::gui::number_text(0.1) == "0.1");
+}
+
+TEST_CASE("script: items in order; an item that is not key=value or a key no view takes is refused") {
+  using dql::gui::parse_script;
+  using dql::gui::ScriptItem;
+  std::vector<ScriptItem> items;
+  std::string why;
+  REQUIRE(parse_script("timing.run=1;timing.tab=sweep;app.svg=a=b.svg;", &items, &why));
+  REQUIRE(items.size() == 3);
+  CHECK(items[0].key == "timing.run");
+  CHECK(items[1].value == "sweep");
+  CHECK(items[2].key == "app.svg");
+  CHECK(items[2].value == "a=b.svg");  // the first '=' ends the key
+  CHECK(parse_script("", &items, &why));
+  CHECK(items.empty());
+
+  CHECK_FALSE(parse_script("stepper.hex=0x1;timing.run", &items, &why));
+  CHECK(why ==
+        "'timing.run' is not key=value; items are separated by ';', e.g. timing.run=1;timing.tab=sweep");
+  CHECK_FALSE(parse_script("timing.rn=1", &items, &why));
+  CHECK(why.rfind("'timing.rn' is not a script key; the keys are app.svg, app.view-png, ", 0) == 0);
+  // The views' own markers of a run under way are not the user's to give.
+  CHECK_FALSE(parse_script("timing.running=1", &items, &why));
+}
+
+TEST_CASE("script: a key of another view than the one shown is named with the --view that opens it") {
+  using dql::gui::script_view_problem;
+  CHECK(script_view_problem("timing.run", ViewId::Stepper) ==
+        "'timing.run' is a key of the timing view, and the app shows the stepper view: open it with --view "
+        "timing");
+  CHECK(script_view_problem("timing.run", ViewId::Timing).empty());
+  CHECK(script_view_problem("app.svg", ViewId::Sass).empty());
+  CHECK(script_view_problem("lop3.a", ViewId::Lop3).empty());
+}
+
+TEST_CASE("script: kScriptKeys is every key the views read, and no other") {
+  // Every string literal of the views' sources shaped like a script key ("timing.tab"), less the
+  // markers the views push for themselves while a run is under way.
+  const std::regex literal("\"((app|stepper|float|lop3|prmt|layouts|quant|timing|sass)\\.[a-z-]+)\"");
+  std::set<std::string> read;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(DQL_GUI_SOURCES)) {
+    if (e.path().extension() != ".cpp") continue;
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("#include", 0) == 0) continue;
+      for (std::sregex_iterator it(line.begin(), line.end(), literal), end; it != end; ++it)
+        read.insert((*it)[1].str());
+    }
+  }
+  CHECK(read.erase("timing.running") == 1);
+  CHECK(read.erase("quant.running") == 1);
+  const std::set<std::string> registered(std::begin(dql::gui::kScriptKeys), std::end(dql::gui::kScriptKeys));
+  CHECK(read == registered);
 }

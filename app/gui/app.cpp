@@ -389,6 +389,11 @@ int run_gui(const GuiOptions& opt) {
                  view_names().c_str());
     return 2;
   }
+  std::vector<ScriptItem> script;
+  if (std::string why; !parse_script(opt.script, &script, &why)) {
+    std::fprintf(stderr, "dequant-lab: --script: %s\n", why.c_str());
+    return 2;
+  }
   if (opt.frame_report < 0) {
     std::fprintf(stderr, "dequant-lab: --frame-report takes a number of frames, 1 or more\n");
     return 2;
@@ -491,18 +496,7 @@ int run_gui(const GuiOptions& opt) {
   }
   if (!opt.view.empty()) m.view = view;
 
-  // The test script: "key=value;key=value".
-  if (!opt.script.empty()) {
-    size_t start = 0;
-    while (start <= opt.script.size()) {
-      size_t end = opt.script.find(';', start);
-      if (end == std::string::npos) end = opt.script.size();
-      const std::string item = opt.script.substr(start, end - start);
-      const size_t eq = item.find('=');
-      if (eq != std::string::npos) script_push(item.substr(0, eq), item.substr(eq + 1));
-      start = end + 1;
-    }
-  }
+  for (ScriptItem& it : script) script_push(std::move(it.key), std::move(it.value));
 
   std::vector<double> frame_ms;
   double cpu_at_5 = 0;
@@ -575,6 +569,14 @@ int run_gui(const GuiOptions& opt) {
     }
     glfwSwapBuffers(s.window);
     ++frame;
+    // A script key of another view than the one shown would be waited for forever.
+    if (const auto key = script_front_key()) {
+      if (const std::string why = script_view_problem(*key, m.view); !why.empty()) {
+        std::fprintf(stderr, "dequant-lab: --script: %s\n", why.c_str());
+        status = 2;
+        break;
+      }
+    }
     if (opt.frame_report > 0) {
       frame_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       if (frame == 5) cpu_at_5 = process_cpu_ms();

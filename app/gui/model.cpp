@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 
 #include "app/common/parse.hpp"
 
@@ -39,6 +41,41 @@ bool view_from_name(std::string_view name, ViewId* out) {
     }
   }
   return false;
+}
+
+bool parse_script(std::string_view script, std::vector<ScriptItem>* items, std::string* problem) {
+  items->clear();
+  size_t start = 0;
+  while (start <= script.size()) {
+    size_t end = script.find(';', start);
+    if (end == std::string_view::npos) end = script.size();
+    const std::string_view item = script.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;  // "a=1;" or "a=1;;b=2"
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      *problem = fmt::format(
+          "'{}' is not key=value; items are separated by ';', e.g. timing.run=1;timing.tab=sweep", item);
+      return false;
+    }
+    const std::string_view key = item.substr(0, eq);
+    if (std::find(std::begin(kScriptKeys), std::end(kScriptKeys), key) == std::end(kScriptKeys)) {
+      std::string keys;
+      for (const char* k : kScriptKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
+      *problem = fmt::format("'{}' is not a script key; the keys are {}", key, keys);
+      return false;
+    }
+    items->push_back({std::string(key), std::string(item.substr(eq + 1))});
+  }
+  return true;
+}
+
+std::string script_view_problem(std::string_view key, ViewId shown) {
+  const std::string_view owner = key.substr(0, key.find('.'));
+  ViewId v;
+  if (!view_from_name(owner, &v) || v == shown) return {};
+  return fmt::format("'{}' is a key of the {} view, and the app shows the {} view: open it with --view {}",
+                     key, owner, view_name(shown), owner);
 }
 
 std::string view_names() {

@@ -28,6 +28,27 @@ const char* view_name(ViewId v);
 bool view_from_name(std::string_view name, ViewId* out);
 std::string view_names();  // "stepper, float, ..." for messages
 
+// The test script (--script "key=value;key=value"): its items in order. A key names its view
+// ("timing.run"), or the app ("app.svg"). False, with a sentence in `problem`, for the first item
+// that is not key=value or whose key no view takes (kScriptKeys), so that a typo is an error rather
+// than a script that never finishes.
+struct ScriptItem {
+  std::string key, value;
+};
+inline constexpr const char* kScriptKeys[] = {
+    "app.svg",          "app.view-png",   "float.decimal",   "float.format",     "float.hex",
+    "float.magic",      "layouts.bits",   "layouts.element", "layouts.tab",      "lop3.a",
+    "lop3.b",           "lop3.c",         "lop3.expr",       "lop3.lut",         "prmt.a",
+    "prmt.b",           "prmt.mode",      "prmt.sel",        "quant.blocksize",  "quant.group",
+    "quant.npy",        "quant.scheme",   "quant.shape",     "sass.filter",      "sass.kernel",
+    "stepper.absmax",   "stepper.hex",    "stepper.recipe",  "stepper.step",     "timing.batch",
+    "timing.gemm-rows", "timing.kernels", "timing.run",      "timing.save-json", "timing.select",
+    "timing.shapes",    "timing.tab",     "timing.timeout",  "timing.warm"};
+bool parse_script(std::string_view script, std::vector<ScriptItem>* items, std::string* problem);
+// A sentence when `key` belongs to a view other than `shown` (the script would wait for it
+// forever), else empty.
+std::string script_view_problem(std::string_view key, ViewId shown);
+
 struct Model {
   // Backends: `active` runs matrix work and timings (the GPU when there is one); `cpu` is the
   // bit-exact twin, always present.

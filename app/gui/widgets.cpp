@@ -362,6 +362,11 @@ void script_push(std::string key, std::string value) {
 
 bool script_pending() { return !g_script.empty(); }
 
+std::optional<std::string> script_front_key() {
+  if (g_script.empty()) return std::nullopt;
+  return g_script.front().first;
+}
+
 // ---- numbers -------------------------------------------------------------------------------------
 
 std::string number_text(double v) {

@@ -106,6 +106,8 @@ void line_fig(ImDrawList* dl, ImVec2 a, ImVec2 b, ImU32 col, float thickness = 1
 std::optional<std::string> scripted(std::string_view key);
 void script_push(std::string key, std::string value);
 bool script_pending();
+// The key of the first pending entry, if any.
+std::optional<std::string> script_front_key();
 
 // Shortest decimal that reads back exactly ("-0", "inf", "nan" included).
 std::string number_text(double v);
