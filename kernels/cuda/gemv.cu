@@ -1729,7 +1729,7 @@ __global__ void __launch_bounds__(kAwqThreads) awq_kernel(AwqArgs a) {
   });
 }
 
-// The tensor-core form (any M up to 16). A warp owns 8 word columns (64 channels) and a
+// The tensor-core forms (any M up to 16). A warp owns 8 word columns (64 channels) and a
 // block 4 warps (256 channels); blocks split K into slices of whole groups as above. Per 16 k,
 // lane (g, r) = (lane / 4, lane % 4) loads the words of rows k0 + 4r .. k0 + 4r + 3 of column
 // g: four rows by 8 channels. The word conversion gives half2 pairs (channel 2j, 2j + 1) of one
@@ -1852,6 +1852,143 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_mma_kernel(AwqArgs a) {
   });
 }
 
+// The tensor-core form with its words staged in shared memory (compute capability 8.0 and newer):
+// each warp keeps a private ring of ST batches (SB steps of 16 rows of its 8 word columns, 32 bytes
+// a row), filled by cp.async 16 bytes a copy, so that ST - 1 batches are in flight while the warp
+// converts and multiplies one and no register holds a batch that has not arrived. Row
+// 16 s + 4 r + u of a batch lies at slot 16 s + 4 u + r, so that the 4 rows one read instruction
+// takes (r = 0..3) fall in distinct banks. Needs N a multiple of 32 (whole 16-byte pieces of a
+// row). The products are those of awq_mma_kernel above, term for term; the two stay separate
+// sources because a shared helper changed both kernels' SASS from the forms measured and tested
+// (notes/performance.md, w1).
+template <int NT, int ST>
+__global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) {
+#if __CUDA_ARCH__ >= 800
+  constexpr int SB = kAwqMmaSteps;
+  constexpr int kRows = 16 * SB;  // rows of K a batch
+  __shared__ __align__(16) uint32_t ring[ST][kAwqMmaWarps][kRows * 8];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
+  const int64_t cols = a.n / 8;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kAwqMmaCols + warp * 8;
+  const int64_t c = c0 + g;
+  const bool live = c < cols;
+  const int64_t g_begin = static_cast<int64_t>(blockIdx.y) * a.groups_per_slice;
+  const int64_t g_end = min(a.k / a.group, g_begin + a.groups_per_slice);
+  const int per_group = a.group / kRows;
+  const int nb = static_cast<int>(g_end - g_begin) * per_group;
+  const uint16_t* xrow[NT];
+  bool xlive[NT];
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    xlive[t] = g + 8 * t < a.m;
+    xrow[t] = a.x + (xlive[t] ? (g + 8 * t) * a.k : 0) + 4 * r;
+  }
+  // The lane's copies of a batch: row lane / 2 + 16 i, half lane % 2 of the warp's 32 bytes.
+  const int crow = lane / 2, chalf = lane % 2;
+  const int cslot = 4 * (crow % 4) + crow / 4;  // slot of row crow inside its step
+  const bool cin = c0 + 4 * chalf < cols;
+  const uint32_t* csrc = a.q + (cin ? c0 + 4 * chalf : 0);
+  const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(&ring[0][warp][0]));
+  constexpr uint32_t kStageStride = kAwqMmaWarps * kRows * 8 * 4;
+  const auto copy = [&](int stage, int b) {
+    const int64_t k0 = g_begin * a.group + int64_t{b} * kRows;
+#pragma unroll
+    for (int i = 0; i < SB; ++i) {
+      const uint32_t dst = ring_s + stage * kStageStride + ((16 * i + cslot) * 8 + 4 * chalf) * 4;
+      cp_async16(dst, csrc + (k0 + 16 * i + crow) * cols, cin);
+    }
+  };
+  const auto zero_word = [&](int64_t gi) { return live ? __ldg(a.zeros + gi * cols + c) : 0u; };
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) {
+    if (s < nb) copy(s, s);
+    cp_async_commit();
+  }
+  uint32_t zraw = zero_word(g_begin);
+  uint32_t z[4] = {};
+  uint4 sv = make_uint4(0u, 0u, 0u, 0u);
+  float acc[4][NT][4] = {}, grp[4][NT][4] = {};
+  for (int b = 0; b < nb; ++b) {
+    cp_async_wait<ST - 2>();
+    __syncwarp();  // batch b has landed for every lane; every lane is done with batch b - 1
+    if (b + ST - 1 < nb) copy((b + ST - 1) % ST, b + ST - 1);
+    cp_async_commit();
+    const uint32_t* st = &ring[b % ST][warp][0];
+    const int bi = b % per_group;
+    const int64_t gi = g_begin + b / per_group;
+    const bool group_end = bi == per_group - 1;
+    if (bi == 0) {
+      const uint32_t zin[2] = {zraw, 0u};
+      recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
+      if (live) sv = __ldg(reinterpret_cast<const uint4*>(a.scales + gi * a.n + 8 * c));
+    }
+    if (group_end && b + 1 < nb) zraw = zero_word(gi + 1);  // the next group's, early
+    const int64_t k0 = g_begin * a.group + int64_t{b} * kRows;
+#pragma unroll
+    for (int s = 0; s < SB; ++s) {
+      uint2 xv[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        xv[t] = xlive[t] ? __ldg(reinterpret_cast<const uint2*>(xrow[t] + k0 + 16 * s)) : make_uint2(0u, 0u);
+      }
+      uint32_t h[4][4];  // [row u][channel pair j]
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const uint32_t in[2] = {st[(16 * s + 4 * u + r) * 8 + g], 0u};
+        recipes::run_plain(recipes::RecipeId::AwqInt4F16, in, h[u]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) h[u][j] = bits::sub_f16x2(h[u][j], z[j]);  // q - zero, exact
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t a0 = __byte_perm(h[0][j], h[1][j], 0x5410), a1 = __byte_perm(h[0][j], h[1][j], 0x7632);
+        const uint32_t a2 = __byte_perm(h[2][j], h[3][j], 0x5410), a3 = __byte_perm(h[2][j], h[3][j], 0x7632);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) mma_16816<OutType::F16>(grp[j][t], a0, a1, a2, a3, xv[t].x, xv[t].y);
+      }
+    }
+    if (group_end) {
+      const uint32_t sw[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float s_lo = quant::half_to_f32(bits::lo16(sw[j])),
+                    s_hi = quant::half_to_f32(bits::hi16(sw[j]));
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          acc[j][t][0] = fmaf(s_lo, grp[j][t][0], acc[j][t][0]);
+          acc[j][t][1] = fmaf(s_lo, grp[j][t][1], acc[j][t][1]);
+          acc[j][t][2] = fmaf(s_hi, grp[j][t][2], acc[j][t][2]);
+          acc[j][t][3] = fmaf(s_hi, grp[j][t][3], acc[j][t][3]);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) grp[j][t][e] = 0.0f;
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, a.slices, [&](auto&& fn) {
+    if (!live) return;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int64_t tok = 8 * t + 2 * r, ch = 8 * c + 2 * j;
+        fn(tok, ch, acc[j][t][0]);
+        fn(tok + 1, ch, acc[j][t][1]);
+        fn(tok, ch + 1, acc[j][t][2]);
+        fn(tok + 1, ch + 1, acc[j][t][3]);
+      }
+    }
+  });
+#else
+  __trap();  // cp.async needs sm_80; the launcher takes awq_mma_kernel below it
+#endif
+}
+
+// Batches a warp's ring holds: 3, 4 and 5 measured within 3% of one another on the H200
+// (notes/performance.md, w1); 4 is the depth the GPU tests ran.
+constexpr int kAwqRingStages = 4;
+
 // Slices along K for the tensor-core AWQ and NF4 kernels: `units` (groups, steps) cut into slices
 // of whole units so that `bx` column blocks times the slices make about 4 blocks a
 // multiprocessor. Returns the units a slice; `slices` gets their count.
@@ -1884,6 +2021,24 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
     const int64_t bx = (cols + kAwqMmaCols - 1) / kAwqMmaCols;
     a.groups_per_slice = k_slices(groups, bx, L.sms, a.slices);
     const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
+    // The ring where it can run: H200, against the words in registers, 1.34-1.36x at M = 1 and
+    // 1.21x at M = 16 on the large shapes, 1.11-1.15x at 8192x8192, 1.0-1.07x at 4096x4096
+    // (notes/performance.md, w1).
+    if (L.cc >= 80 && a.n % 32 == 0) {
+      constexpr int ST = kAwqRingStages;
+      static const bool carved = [] {  // room for the rings of as many blocks as the registers allow
+        cudaFuncSetAttribute(awq_ring_kernel<1, ST>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+        cudaFuncSetAttribute(awq_ring_kernel<2, ST>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+        return true;
+      }();
+      (void)carved;
+      if (a.m <= 8) {
+        awq_ring_kernel<1, ST><<<grid, kAwqMmaWarps * 32>>>(a);
+      } else {
+        awq_ring_kernel<2, ST><<<grid, kAwqMmaWarps * 32>>>(a);
+      }
+      return status("the AWQ GEMV kernel (tensor cores)", wait);
+    }
     if (a.m <= 8) {
       awq_mma_kernel<1><<<grid, kAwqMmaWarps * 32>>>(a);
     } else {

@@ -812,7 +812,9 @@ TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
   // AWQ per channel over K = 520: 32 batches of 16 rows and 8 rows one at a time. NF4 over
   // K = 320: the last step of 128 along K holds 64, so lanes past K still take part in the
   // code book's shuffles (their words read as zero); with N = 100 the last block's warps also
-  // hold channels past N, which decode zeros and write nothing.
+  // hold channels past N, which decode zeros and write nothing. AWQ with N = 200 (not a multiple
+  // of 32) takes the tensor-core form that keeps its words in registers rather than in a ring, its
+  // last block's warps partly past N.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using quant::Layout;
@@ -821,6 +823,7 @@ TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
     QuantSpec spec;
     int64_t n, k;
   } cases[] = {{{Scheme::Int4Asym, Layout::Awq, 520}, 128, 520},
+               {{Scheme::Int4Asym, Layout::Awq, 128}, 200, 512},
                {{Scheme::Nf4, Layout::Plain, 64}, 128, 320},
                {{Scheme::Nf4, Layout::Plain, 32}, 100, 320}};
   for (const auto& c : cases) {
