@@ -1859,7 +1859,7 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_mma_kernel(AwqArgs a) {
 // 16 s + 4 r + u of a batch lies at slot 16 s + 4 u + r, so that the 4 rows one read instruction
 // takes (r = 0..3) fall in distinct banks. Needs N a multiple of 32 (whole 16-byte pieces of a
 // row). The products are those of awq_mma_kernel above, term for term; the two stay separate
-// sources because a shared helper changed both kernels' SASS from the forms measured and tested
+// sources because shared helpers changed both kernels' SASS from the forms measured and tested
 // (notes/performance.md, w1).
 template <int NT, int ST>
 __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) {
@@ -2026,18 +2026,26 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
     // (notes/performance.md, w1).
     if (L.cc >= 80 && a.n % 32 == 0) {
       constexpr int ST = kAwqRingStages;
-      static const bool carved = [] {  // room for the rings of as many blocks as the registers allow
-        cudaFuncSetAttribute(awq_ring_kernel<1, ST>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-        cudaFuncSetAttribute(awq_ring_kernel<2, ST>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-        return true;
+      // Room for the rings of as many blocks as the registers allow. Where the device refuses
+      // (a hint it may ignore; not seen), the error is cleared so that the launch's status does
+      // not report it, and the register form below runs instead.
+      static const cudaError_t carved = [] {
+        cudaError_t e =
+            cudaFuncSetAttribute(awq_ring_kernel<1, ST>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+        if (e == cudaSuccess)
+          e = cudaFuncSetAttribute(awq_ring_kernel<2, ST>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   100);
+        cudaGetLastError();
+        return e;
       }();
-      (void)carved;
-      if (a.m <= 8) {
-        awq_ring_kernel<1, ST><<<grid, kAwqMmaWarps * 32>>>(a);
-      } else {
-        awq_ring_kernel<2, ST><<<grid, kAwqMmaWarps * 32>>>(a);
+      if (carved == cudaSuccess) {
+        if (a.m <= 8) {
+          awq_ring_kernel<1, ST><<<grid, kAwqMmaWarps * 32>>>(a);
+        } else {
+          awq_ring_kernel<2, ST><<<grid, kAwqMmaWarps * 32>>>(a);
+        }
+        return status("the AWQ GEMV kernel (tensor cores)", wait);
       }
-      return status("the AWQ GEMV kernel (tensor cores)", wait);
     }
     if (a.m <= 8) {
       awq_mma_kernel<1><<<grid, kAwqMmaWarps * 32>>>(a);
