@@ -260,6 +260,48 @@ TEST_CASE("int4-asym in the AWQ format: the packing, zeros and scales as AWQ def
   }
 }
 
+TEST_CASE("AWQ: the zero point folded into the magic numbers gives the recipe's q - z, bit for bit") {
+  const int order[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // nibble p holds channel order[p]
+  // The recipe's values, then 4 subtractions of the zero points: what the folded form replaces.
+  const auto two_step = [](uint32_t word, uint32_t zero_word, uint32_t* out) {
+    const uint32_t in[2] = {word, 0u}, zin[2] = {zero_word, 0u};
+    uint32_t q[4], z[4];
+    recipes::run_plain(recipes::RecipeId::AwqInt4F16, in, q);
+    recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
+    for (int j = 0; j < 4; ++j) out[j] = bits::sub_f16x2(q[j], z[j]);
+  };
+  // Every (q, z) pair in every nibble: nibble p of the word holds q, of the zero word z, and the
+  // other nibbles differ, so that a constant taken from the wrong nibble would show.
+  for (int p = 0; p < 8; ++p) {
+    for (uint32_t q = 0; q < 16; ++q) {
+      for (uint32_t z = 0; z < 16; ++z) {
+        const uint32_t word = (0x9E3779B9u & ~(0xFu << (4 * p))) | (q << (4 * p));
+        const uint32_t zero_word = (0x7F4A7C15u & ~(0xFu << (4 * p))) | (z << (4 * p));
+        uint32_t got[4], want[4];
+        quant::awq_word_less_zero(word, quant::awq_zero_fold(zero_word), got);
+        two_step(word, zero_word, want);
+        const int ch = order[p];
+        const uint32_t half = (ch % 2) ? bits::hi16(got[ch / 2]) : bits::lo16(got[ch / 2]);
+        INFO("nibble ", p, " q ", q, " z ", z);
+        REQUIRE(half == half_bits_of(static_cast<double>(static_cast<int>(q) - static_cast<int>(z))));
+        for (int j = 0; j < 4; ++j) REQUIRE(got[j] == want[j]);
+      }
+    }
+  }
+  // q == z gives +0 (0x0000), never -0, in both forms.
+  uint32_t zeros[4];
+  quant::awq_word_less_zero(0x12345678u, quant::awq_zero_fold(0x12345678u), zeros);
+  for (int j = 0; j < 4; ++j) CHECK(zeros[j] == 0u);
+  // Random words and zero words.
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t word = random_u32(), zero_word = random_u32();
+    uint32_t got[4], want[4];
+    quant::awq_word_less_zero(word, quant::awq_zero_fold(zero_word), got);
+    two_step(word, zero_word, want);
+    for (int j = 0; j < 4; ++j) REQUIRE(got[j] == want[j]);
+  }
+}
+
 TEST_CASE("NF4: codes by strict thresholds, first element in the high nibble, value = code * absmax") {
   auto cpu = make_cpu_backend();
   // One block per row of 32; each row's largest value is 1.0, so x = w exactly.

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/bits/arith.hpp"
+#include "kernels/bits/lop3.hpp"
 #include "kernels/layouts/ft.hpp"
 #include "kernels/recipes/recipes.hpp"
 
@@ -396,24 +397,54 @@ struct DequantArgs {
 
 DQL_HD int64_t dequant_items(const DequantArgs& a) { return a.n * a.k * scheme_bits(a.scheme) / 32; }
 
-// One packed word through the recipe (and, for AWQ, minus its zero points converted the same
-// way), times the scales s16[i] of its elements, rounded once to the output type. v[r] holds
-// elements 2r and 2r + 1. The one definition of the value every dequant kernel writes.
+// AWQ's q - z with the zero point folded into the recipe's magic numbers: 4 instructions a word
+// fewer than the recipe followed by 4 subtractions of z, and the same bits. The recipe makes
+// 1024 + q (nibbles 0, 4, 2, 6) and 1024 + 16q (nibbles 1, 5, 3, 7), then takes 1024 away, or 64
+// after the fma by 1/16; here it takes 1024 + z away, or 64 + z, instead. Both are exact (every
+// value is an integer below 2048, and the fma rounds once a value fp16 holds), and a zero result
+// is +0 either way, so the output is bit for bit the recipe's q less z. The dequant kernels take
+// it (through convert_word); the tensor-core GEMV kept the two steps, which measured faster there
+// at 16 rows (notes/performance.md, z1).
+struct AwqZeroFold {
+  uint32_t sub[2];   // 1024 + z, for pairs 0 and 2 (fp16 pairs)
+  uint32_t bias[2];  // -(64 + z), for pairs 1 and 3
+};
+
+// From a group's zero word: z of its 8 channels through the recipe, then the two constants.
+DQL_HD AwqZeroFold awq_zero_fold(uint32_t zero_word) {
+  const uint32_t zin[2] = {zero_word, 0u};
+  uint32_t z[4];
+  recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
+  return {{bits::add_f16x2(z[0], 0x64006400u), bits::add_f16x2(z[2], 0x64006400u)},
+          {bits::sub_f16x2(0xD400D400u, z[1]), bits::sub_f16x2(0xD400D400u, z[3])}};
+}
+
+// One word: out[j] holds channels 2j, 2j + 1 less their zero points (fp16 pairs).
+DQL_HD void awq_word_less_zero(uint32_t word, const AwqZeroFold& f, uint32_t* out) {
+  const uint32_t top = word >> 8;
+  out[0] = bits::sub_f16x2(bits::lop3<0xEA>(word, 0x000F000Fu, 0x64006400u), f.sub[0]);
+  out[1] = bits::fma_f16x2(bits::lop3<0xEA>(word, 0x00F000F0u, 0x64006400u), 0x2C002C00u, f.bias[0]);
+  out[2] = bits::sub_f16x2(bits::lop3<0xEA>(top, 0x000F000Fu, 0x64006400u), f.sub[1]);
+  out[3] = bits::fma_f16x2(bits::lop3<0xEA>(top, 0x00F000F0u, 0x64006400u), 0x2C002C00u, f.bias[1]);
+}
+
+// One packed word through the recipe, times the scales s16[i] of its elements, rounded once to
+// the output type; for the AWQ layout (whose one recipe is awq-int4-fp16) the recipe less the
+// zero points, folded into its magic numbers (awq_word_less_zero). v[r] holds elements 2r and
+// 2r + 1. The one definition of the value every dequant kernel writes.
 // `Rec` lets a kernel fetch NF4 code-book entries its own way (the same values).
 template <class Rec = recipes::NoTrace>
 DQL_HD void convert_word(recipes::RecipeId recipe, bool awq, uint32_t word, uint32_t zero_word,
                          uint32_t absmax_bits, const uint32_t* s16, uint32_t* v, Rec rec = {}) {
   const uint32_t in[2] = {word, absmax_bits};
   uint32_t q[4];
-  recipes::Exec<Rec> x{rec};
-  recipes::run_recipe(recipe, x, in, q);
-  const int e = recipes::recipe_elems(recipe);
   if (awq) {
-    uint32_t z[4];
-    const uint32_t zin[2] = {zero_word, 0u};
-    recipes::run_plain(recipe, zin, z);
-    for (int r = 0; r < 4; ++r) q[r] = bits::sub_f16x2(q[r], z[r]);
+    awq_word_less_zero(word, awq_zero_fold(zero_word), q);  // the AWQ recipe's bits less z
+  } else {
+    recipes::Exec<Rec> x{rec};
+    recipes::run_recipe(recipe, x, in, q);
   }
+  const int e = recipes::recipe_elems(recipe);
   for (int r = 0; r < e / 2; ++r) {
     if (recipe == recipes::RecipeId::Nf4F16) {
       v[r] = q[r];  // the recipe already scaled by absmax
