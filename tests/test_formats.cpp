@@ -288,10 +288,14 @@ TEST_CASE("AWQ: the zero point folded into the magic numbers gives the recipe's 
       }
     }
   }
-  // q == z gives +0 (0x0000), never -0, in both forms.
-  uint32_t zeros[4];
+  // q == z gives +0 (0x0000), never -0 (0x8000), in both forms.
+  uint32_t zeros[4], zeros_two_step[4];
   quant::awq_word_less_zero(0x12345678u, quant::awq_zero_fold(0x12345678u), zeros);
-  for (int j = 0; j < 4; ++j) CHECK(zeros[j] == 0u);
+  two_step(0x12345678u, 0x12345678u, zeros_two_step);
+  for (int j = 0; j < 4; ++j) {
+    CHECK(zeros[j] == 0u);
+    CHECK(zeros_two_step[j] == 0u);
+  }
   // Random words and zero words.
   for (int i = 0; i < 200000; ++i) {
     const uint32_t word = random_u32(), zero_word = random_u32();
