@@ -419,7 +419,10 @@ DQL_HD AwqZeroFold awq_zero_fold(uint32_t zero_word) {
           {bits::sub_f16x2(0xD400D400u, z[1]), bits::sub_f16x2(0xD400D400u, z[3])}};
 }
 
-// One word: out[j] holds channels 2j, 2j + 1 less their zero points (fp16 pairs).
+// One word: out[j] holds channels 2j, 2j + 1 less their zero points (fp16 pairs). The steps are
+// recipes::int4_magic_fp16's with a constant per pair; written out here because passing the
+// constants through it changed the SASS of kernels that use the recipe (the AWQ GEMV's rings, four
+// Hopper GEMMs), which were measured and tested as they are.
 DQL_HD void awq_word_less_zero(uint32_t word, const AwqZeroFold& f, uint32_t* out) {
   const uint32_t top = word >> 8;
   out[0] = bits::sub_f16x2(bits::lop3<0xEA>(word, 0x000F000Fu, 0x64006400u), f.sub[0]);
@@ -436,11 +439,11 @@ DQL_HD void awq_word_less_zero(uint32_t word, const AwqZeroFold& f, uint32_t* ou
 template <class Rec = recipes::NoTrace>
 DQL_HD void convert_word(recipes::RecipeId recipe, bool awq, uint32_t word, uint32_t zero_word,
                          uint32_t absmax_bits, const uint32_t* s16, uint32_t* v, Rec rec = {}) {
-  const uint32_t in[2] = {word, absmax_bits};
   uint32_t q[4];
   if (awq) {
     awq_word_less_zero(word, awq_zero_fold(zero_word), q);  // the AWQ recipe's bits less z
   } else {
+    const uint32_t in[2] = {word, absmax_bits};
     recipes::Exec<Rec> x{rec};
     recipes::run_recipe(recipe, x, in, q);
   }
