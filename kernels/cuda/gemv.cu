@@ -1985,18 +1985,37 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 #endif
 }
 
+// Blocks a multiprocessor the AWQ kernels' grids aim at (k_slices' `most`): the ring at one token
+// tile fits five, but its grids of five a multiprocessor measured 0.85-0.96x those of four at 1-8 rows
+// (14336x4096, 8192x28672; H200, notes/performance.md, "the AWQ and NF4 grids").
+constexpr int kAwqMostPerSm = 4;
+
 // Batches a warp's ring holds: 3, 4 and 5 measured within 3% of one another on the H200
 // (notes/performance.md, w1); 4 is the depth the GPU tests ran.
 constexpr int kAwqRingStages = 4;
 
-// Slices along K for the tensor-core AWQ and NF4 kernels: `units` (groups, steps) cut into slices
-// of whole units so that `bx` column blocks times the slices make about 4 blocks a
-// multiprocessor. Returns the units a slice; `slices` gets their count.
-int k_slices(int64_t units, int64_t bx, int sms, int& slices) {
-  const int64_t want = std::min(units, std::max<int64_t>(1, (int64_t{4} * sms + bx - 1) / bx));
-  const int64_t per = (units + want - 1) / want;
+// Slices along K for the tensor-core AWQ and NF4 kernels (gemv::k_slice_units, split.hpp):
+// `units` cut into slices of whole units, for a grid of `bx` column blocks by the slices.
+int k_slices(int64_t units, int64_t bx, int64_t fit, int64_t most, int64_t m, int& slices) {
+  const int64_t per = gemv::k_slice_units(units, bx, fit, most, m);
   slices = static_cast<int>((units + per - 1) / per);
   return static_cast<int>(per);
+}
+
+// Blocks of `kernel` (4 warps, no dynamic shared memory) the device runs at once, asked of the
+// runtime once per kernel.
+template <class Args>
+int64_t grid_fit(void (*kernel)(Args), int sms) {
+  static std::mutex lock;
+  static std::map<const void*, int> per_sm;
+  const std::lock_guard<std::mutex> hold(lock);
+  auto it = per_sm.find(reinterpret_cast<const void*>(kernel));
+  if (it == per_sm.end()) {
+    int v = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, 4 * 32, 0);
+    it = per_sm.emplace(reinterpret_cast<const void*>(kernel), std::max(v, 1)).first;
+  }
+  return int64_t{it->second} * sms;
 }
 
 std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
@@ -2016,19 +2035,18 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   };
   // Groups of whole batches take the tensor-core form, at every M: H100, against the kernels
   // below, 0.97-1.45x at M = 1 and 1.6-5.4x at M = 4 and 16 (notes/performance.md, g12). Its
-  // grid: slices of whole groups for about 4 blocks a multiprocessor.
+  // grid: slices of whole groups (k_slices).
   if (a.group % (16 * kAwqMmaSteps) == 0) {
     const int64_t bx = (cols + kAwqMmaCols - 1) / kAwqMmaCols;
-    a.groups_per_slice = k_slices(groups, bx, L.sms, a.slices);
-    const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
+    constexpr int ST = kAwqRingStages;
     // The ring where it can run: H200, against the words in registers, 1.34-1.36x at M = 1 and
     // 1.21x at M = 16 on the large shapes, 1.11-1.15x at 8192x8192, 1.0-1.07x at 4096x4096
-    // (notes/performance.md, w1).
+    // (notes/performance.md, w1). Room for the rings of as many blocks as the registers allow,
+    // asked before the kernels' occupancy is. Where the device refuses (a hint it may ignore; not
+    // seen), the error is cleared so that the launch's status does not report it, and the register
+    // form below runs instead.
+    bool ring = false;
     if (L.cc >= 80 && a.n % 32 == 0) {
-      constexpr int ST = kAwqRingStages;
-      // Room for the rings of as many blocks as the registers allow. Where the device refuses
-      // (a hint it may ignore; not seen), the error is cleared so that the launch's status does
-      // not report it, and the register form below runs instead.
       static const cudaError_t carved = [] {
         cudaError_t e =
             cudaFuncSetAttribute(awq_ring_kernel<1, ST>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
@@ -2038,21 +2056,16 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
         cudaGetLastError();
         return e;
       }();
-      if (carved == cudaSuccess) {
-        if (a.m <= 8) {
-          awq_ring_kernel<1, ST><<<grid, kAwqMmaWarps * 32>>>(a);
-        } else {
-          awq_ring_kernel<2, ST><<<grid, kAwqMmaWarps * 32>>>(a);
-        }
-        return status("the AWQ GEMV kernel (tensor cores)", wait);
-      }
+      ring = carved == cudaSuccess;
     }
-    if (a.m <= 8) {
-      awq_mma_kernel<1><<<grid, kAwqMmaWarps * 32>>>(a);
-    } else {
-      awq_mma_kernel<2><<<grid, kAwqMmaWarps * 32>>>(a);
-    }
-    return status("the AWQ GEMV kernel (tensor cores)", wait);
+    const auto launch = [&](auto kernel) {
+      a.groups_per_slice =
+          k_slices(groups, bx, grid_fit(kernel, L.sms), int64_t{kAwqMostPerSm} * L.sms, a.m, a.slices);
+      kernel<<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kAwqMmaWarps * 32>>>(a);
+      return status("the AWQ GEMV kernel (tensor cores)", wait);
+    };
+    if (ring) return a.m <= 8 ? launch(awq_ring_kernel<1, ST>) : launch(awq_ring_kernel<2, ST>);
+    return a.m <= 8 ? launch(awq_mma_kernel<1>) : launch(awq_mma_kernel<2>);
   }
   // Other groups on CUDA cores. One row of X takes the one-token kernel (46 registers against 145)
   // where the grid has two blocks a multiprocessor or more: measured 1.14-1.17x faster from
@@ -2176,7 +2189,8 @@ std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
                L.p.m,   L.w.group,  0,     0,     Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n},
                ws.sums, ws.counters};
   const int64_t bx = (a.n + 16 * kNf4MmaWarps - 1) / (16 * kNf4MmaWarps);
-  a.steps_per_slice = k_slices((a.k + kNf4MmaStep - 1) / kNf4MmaStep, bx, L.sms, a.slices);
+  const int64_t fit = a.m <= 8 ? grid_fit(nf4_mma_kernel<1>, L.sms) : grid_fit(nf4_mma_kernel<2>, L.sms);
+  a.steps_per_slice = k_slices((a.k + kNf4MmaStep - 1) / kNf4MmaStep, bx, fit, fit, a.m, a.slices);
   const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
   if (a.m <= 8) {
     nf4_mma_kernel<1><<<grid, kNf4MmaWarps * 32>>>(a);

@@ -25,6 +25,22 @@ inline int64_t split_tile_blocks(int64_t tiles, int64_t per_tile, int64_t fit, i
   return tiles * ((per_tile + longest - 1) / longest);
 }
 
+// Units of K (128 each: a group or a step) a slice of the tensor-core AWQ and NF4 GEMVs, whose grid is
+// `bx` column blocks by ceil(units / result) slices. As many slices as
+// - keep the grid inside one wave of the `fit` blocks the device runs at once (the kernel's own
+//   occupancy): a grid a little over one wave leaves its second wave nearly empty (AWQ at 16 rows of
+//   28672x8192: 560 blocks where 528 fit took 144 us, 448 blocks 105);
+// - keep it near `most` blocks (whole slices, rounded up), for a kernel that runs slower with more
+//   blocks a multiprocessor than that even where more fit;
+// - give each slice M / 4 units at least, since every slice adds its M x N sums into the workspace
+//   by atomics: AWQ at 16 rows of 4096x4096 took 54 us in 32 slices of one group, 34 in 8 of four.
+// (H200, notes/performance.md, "the AWQ and NF4 grids".)
+inline int64_t k_slice_units(int64_t units, int64_t bx, int64_t fit, int64_t most, int64_t m) {
+  const int64_t by_rows = units / std::max<int64_t>(1, m / 4);
+  const int64_t want = std::max<int64_t>(1, std::min({units, fit / bx, (most + bx - 1) / bx, by_rows}));
+  return (units + want - 1) / want;
+}
+
 // Where a tile's blocks meet: the fenced form's blocks have 128 threads, its tiles 64 channels.
 constexpr int kBlockThreads = 128;
 constexpr int kTileChannels = 64;
