@@ -2002,22 +2002,6 @@ int k_slices(int64_t units, int64_t bx, int64_t fit, int64_t most, int64_t m, in
   return static_cast<int>(per);
 }
 
-// Blocks of `kernel` (4 warps, no dynamic shared memory) the device runs at once, asked of the
-// runtime once per kernel.
-template <class Args>
-int64_t grid_fit(void (*kernel)(Args), int sms) {
-  static std::mutex lock;
-  static std::map<const void*, int> per_sm;
-  const std::lock_guard<std::mutex> hold(lock);
-  auto it = per_sm.find(reinterpret_cast<const void*>(kernel));
-  if (it == per_sm.end()) {
-    int v = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, 4 * 32, 0);
-    it = per_sm.emplace(reinterpret_cast<const void*>(kernel), std::max(v, 1)).first;
-  }
-  return int64_t{it->second} * sms;
-}
-
 std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   AwqArgs a{};
   a.q = L.w.q, a.scales = L.w.scales, a.zeros = L.w.qzeros, a.x = L.p.x;
@@ -2058,14 +2042,19 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
       }();
       ring = carved == cudaSuccess;
     }
-    const auto launch = [&](auto kernel) {
-      a.groups_per_slice =
-          k_slices(groups, bx, grid_fit(kernel, L.sms), int64_t{kAwqMostPerSm} * L.sms, a.m, a.slices);
+    // The grid by the kernel's own occupancy (bulk_blocks_per_sm asks for blocks of kSliceWarps).
+    static_assert(kAwqMmaWarps == kSliceWarps,
+                  "the AWQ blocks' occupancy is asked for blocks of kSliceWarps");
+    static Fit fit_ring1, fit_ring2, fit_regs1, fit_regs2;
+    const auto launch = [&](auto kernel, Fit& fit) {
+      const int64_t fits = int64_t{bulk_blocks_per_sm(fit, kernel, 0)} * L.sms;
+      a.groups_per_slice = k_slices(groups, bx, fits, int64_t{kAwqMostPerSm} * L.sms, a.m, a.slices);
       kernel<<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kAwqMmaWarps * 32>>>(a);
       return status("the AWQ GEMV kernel (tensor cores)", wait);
     };
-    if (ring) return a.m <= 8 ? launch(awq_ring_kernel<1, ST>) : launch(awq_ring_kernel<2, ST>);
-    return a.m <= 8 ? launch(awq_mma_kernel<1>) : launch(awq_mma_kernel<2>);
+    if (ring)
+      return a.m <= 8 ? launch(awq_ring_kernel<1, ST>, fit_ring1) : launch(awq_ring_kernel<2, ST>, fit_ring2);
+    return a.m <= 8 ? launch(awq_mma_kernel<1>, fit_regs1) : launch(awq_mma_kernel<2>, fit_regs2);
   }
   // Other groups on CUDA cores. One row of X takes the one-token kernel (46 registers against 145)
   // where the grid has two blocks a multiprocessor or more: measured 1.14-1.17x faster from
@@ -2189,7 +2178,12 @@ std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
                L.p.m,   L.w.group,  0,     0,     Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n},
                ws.sums, ws.counters};
   const int64_t bx = (a.n + 16 * kNf4MmaWarps - 1) / (16 * kNf4MmaWarps);
-  const int64_t fit = a.m <= 8 ? grid_fit(nf4_mma_kernel<1>, L.sms) : grid_fit(nf4_mma_kernel<2>, L.sms);
+  // The grid by the kernel's own occupancy (bulk_blocks_per_sm asks for blocks of kSliceWarps).
+  static_assert(kNf4MmaWarps == kSliceWarps, "the NF4 blocks' occupancy is asked for blocks of kSliceWarps");
+  static Fit fit1, fit2;
+  const int64_t fit = int64_t{a.m <= 8 ? bulk_blocks_per_sm(fit1, nf4_mma_kernel<1>, 0)
+                                       : bulk_blocks_per_sm(fit2, nf4_mma_kernel<2>, 0)} *
+                      L.sms;
   a.steps_per_slice = k_slices((a.k + kNf4MmaStep - 1) / kNf4MmaStep, bx, fit, fit, a.m, a.slices);
   const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
   if (a.m <= 8) {

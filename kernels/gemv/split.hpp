@@ -25,8 +25,8 @@ inline int64_t split_tile_blocks(int64_t tiles, int64_t per_tile, int64_t fit, i
   return tiles * ((per_tile + longest - 1) / longest);
 }
 
-// Units of K (128 each: a group or a step) a slice of the tensor-core AWQ and NF4 GEMVs, whose grid is
-// `bx` column blocks by ceil(units / result) slices. As many slices as
+// Units of K a slice of the tensor-core AWQ and NF4 GEMVs (AWQ: groups; NF4: steps of 128), whose grid
+// is `bx` column blocks by ceil(units / result) slices. As many slices as
 // - keep the grid inside one wave of the `fit` blocks the device runs at once (the kernel's own
 //   occupancy): a grid a little over one wave leaves its second wave nearly empty (AWQ at 16 rows of
 //   28672x8192: 560 blocks where 528 fit took 144 us, 448 blocks 105);
