@@ -500,14 +500,15 @@ TEST_CASE("gemv split: slots for tiles of 2-5 blocks that the last block reads i
 }
 
 // The tensor-core AWQ and NF4 GEMVs' slices of K: whole units covering K, one wave of the blocks that
-// fit, near `most` blocks, and M / 4 units a slice where K has them; the grids measured on the H200.
-TEST_CASE("gemv split: the AWQ and NF4 slices of K keep one wave and M / 4 units a slice") {
+// fit, near `most` blocks, and M / 8 units a slice where K has them; the grids measured on the H200.
+TEST_CASE("gemv split: the AWQ and NF4 slices of K keep one wave and M / 8 units a slice") {
   const auto slices = [](int64_t units, int64_t per) { return (units + per - 1) / per; };
   // AWQ, 16 rows of 28672x8192 (64 groups, 112 column blocks, 4 blocks of 528 fit a multiprocessor):
   // 4 slices of 16, not the 5 (560 blocks) the grid once had.
   CHECK(gemv::k_slice_units(64, 112, 528, 528, 16) == 16);
-  // AWQ, 16 rows of 4096x4096: 8 slices of 4 groups (one wave would allow all 32).
-  CHECK(gemv::k_slice_units(32, 16, 528, 528, 16) == 4);
+  // AWQ, 16 rows of 4096x4096: 16 slices of 2 groups (one wave would allow all 32); 12 rows: 1 group.
+  CHECK(gemv::k_slice_units(32, 16, 528, 528, 16) == 2);
+  CHECK(gemv::k_slice_units(32, 16, 528, 528, 12) == 1);
   // AWQ, one row of 8192x28672: 16 slices of 14 (near 528 blocks), though 660 fit.
   CHECK(gemv::k_slice_units(224, 32, 660, 528, 1) == 14);
   // NF4, 16 rows of 28672x8192: 448 column blocks where 660 fit, so K stays whole.
@@ -527,7 +528,7 @@ TEST_CASE("gemv split: the AWQ and NF4 slices of K keep one wave and M / 4 units
             REQUIRE(per >= 1);
             CHECK(per <= units);
             CHECK((s - 1) * per < units);  // every slice holds a unit
-            CHECK(per >= std::min(units, m / 4));
+            CHECK(per >= std::min(units, m / 8));
             if (s > 1) {
               CHECK(bx * s <= fit);              // one wave
               CHECK(s <= (most + bx - 1) / bx);  // near `most`

@@ -187,8 +187,9 @@ __device__ __forceinline__ void lane_outputs(int64_t tok, int64_t ch0, int64_t c
 }
 
 // Where the partial sum of (token, channel) lives in the workspace: [M, N] by default; [N, M]
-// (ChannelMajorSums, with the copy-engine form) for two token tiles, whose lanes hold
-// neighbouring tokens of one channel and add them by one vector reduction (token_pair_add).
+// (ChannelMajorSums) for the copy-engine form's two token tiles and for the tensor-core AWQ and NF4
+// kernels (finish_pairs), whose lanes hold neighbouring tokens of one channel and add them by one
+// vector reduction (token_pair_add).
 struct RowMajorSums {
   __device__ __forceinline__ int64_t operator()(const Out& o, int64_t tok, int64_t ch) const {
     return tok * o.n + ch;
@@ -541,7 +542,6 @@ struct BulkShape {
   }
 };
 
-#ifdef DQL_BULK_COPY
 struct ChannelMajorSums {
   __device__ __forceinline__ int64_t operator()(const Out& o, int64_t tok, int64_t ch) const {
     return ch * o.m + tok;
@@ -549,16 +549,38 @@ struct ChannelMajorSums {
 };
 
 // Tokens tok and tok + 1 of one channel in the [N, M] workspace (p points at tok): one vector
-// reduction where both exist and the pair is 8-byte aligned (M even), else one add each.
+// reduction where both exist, the pair is 8-byte aligned (M even) and the device has it (compute
+// capability 9.0), else one add each.
 __device__ __forceinline__ void token_pair_add(float* p, int64_t tok, int64_t m, float v0, float v1) {
+#ifdef DQL_BULK_COPY
   if (tok + 1 < m && m % 2 == 0) {
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v0), "f"(v1) : "memory");
     return;
   }
+#endif
   if (tok < m) atomicAdd(p, v0);
   if (tok + 1 < m) atomicAdd(p + 1, v1);
 }
-#endif
+
+// The tensor-core AWQ and NF4 kernels' slices meet in the [N, M] workspace, two neighbouring tokens
+// of a channel by one reduction: `pairs(fn)` calls fn(tok, ch, value of tok, value of tok + 1) for the
+// lane's pairs.
+template <class Pairs>
+__device__ __forceinline__ void finish_pairs(const Out& o, float* sums, unsigned* counter, int slices,
+                                             Pairs pairs) {
+  const auto each = [&](auto&& fn) {
+    pairs([&](int64_t tok, int64_t ch, float v0, float v1) {
+      fn(tok, ch, v0);
+      fn(tok + 1, ch, v1);
+    });
+  };
+  const auto add = [&] {
+    pairs([&](int64_t tok, int64_t ch, float v0, float v1) {
+      token_pair_add(sums + ChannelMajorSums{}(o, tok, ch), tok, o.m, v0, v1);
+    });
+  };
+  finish_tile_with<OutType::F16>(o, sums, counter, 1, slices, each, add, ChannelMajorSums{});
+}
 
 struct BulkArgs : FtIo {
   int64_t units;       // tiles * units per tile
@@ -1745,6 +1767,25 @@ constexpr int kAwqMmaCols = 8 * kAwqMmaWarps;  // word columns a block
 // (notes/performance.md, g12); 8 steps at once (168 registers) was slower.
 constexpr int kAwqMmaSteps = 4;
 
+// The tensor-core AWQ kernels' finish: lane (g, r) of word column c holds, in acc[j][t], tokens
+// 8 t + 2 r and 8 t + 2 r + 1 of channels 8 c + 2 j and 8 c + 2 j + 1.
+template <int NT>
+__device__ __forceinline__ void awq_finish(const AwqArgs& a, const float (&acc)[4][NT][4], bool live, int r,
+                                           int64_t c) {
+  finish_pairs(a.out, a.sums, a.counters + blockIdx.x, a.slices, [&](auto&& fn) {
+    if (!live) return;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int64_t tok = 8 * t + 2 * r, ch = 8 * c + 2 * j;
+        fn(tok, ch, acc[j][t][0], acc[j][t][1]);
+        fn(tok, ch + 1, acc[j][t][2], acc[j][t][3]);
+      }
+    }
+  });
+}
+
 template <int NT>
 __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_mma_kernel(AwqArgs a) {
   constexpr int SB = kAwqMmaSteps;
@@ -1836,20 +1877,7 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_mma_kernel(AwqArgs a) {
       if (group_end) zraw = zero_word(gi + 1);
     }
   }
-  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, a.slices, [&](auto&& fn) {
-    if (!live) return;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const int64_t tok = 8 * t + 2 * r, ch = 8 * c + 2 * j;
-        fn(tok, ch, acc[j][t][0]);
-        fn(tok + 1, ch, acc[j][t][1]);
-        fn(tok, ch + 1, acc[j][t][2]);
-        fn(tok + 1, ch + 1, acc[j][t][3]);
-      }
-    }
-  });
+  awq_finish<NT>(a, acc, live, r, c);
 }
 
 // The tensor-core form with its words staged in shared memory (compute capability 8.0 and newer):
@@ -1966,20 +1994,7 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
     }
   }
   cp_async_wait<0>();
-  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, a.slices, [&](auto&& fn) {
-    if (!live) return;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const int64_t tok = 8 * t + 2 * r, ch = 8 * c + 2 * j;
-        fn(tok, ch, acc[j][t][0]);
-        fn(tok + 1, ch, acc[j][t][1]);
-        fn(tok, ch + 1, acc[j][t][2]);
-        fn(tok + 1, ch + 1, acc[j][t][3]);
-      }
-    }
-  });
+  awq_finish<NT>(a, acc, live, r, c);
 #else
   __trap();  // cp.async needs sm_80; the launcher takes awq_mma_kernel below it
 #endif
@@ -2163,11 +2178,15 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
       }
     }
   }
-  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, a.slices, [&](auto&& fn) {
-    lane_outputs<NT>(2 * r, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float v) {
-      if (ch < a.n) fn(tok, ch, v);
-    });
-  });
+  const auto pairs = [&](auto&& fn) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      const int64_t tok = 2 * r + 8 * t;
+      if (ch0 < a.n) fn(tok, ch0, acc[t][0], acc[t][1]);
+      if (ch1 < a.n) fn(tok, ch1, acc[t][2], acc[t][3]);
+    }
+  };
+  finish_pairs(a.out, a.sums, a.counters + blockIdx.x, a.slices, pairs);
 }
 
 std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {

@@ -32,11 +32,12 @@ inline int64_t split_tile_blocks(int64_t tiles, int64_t per_tile, int64_t fit, i
 //   28672x8192: 560 blocks where 528 fit took 144 us, 448 blocks 105);
 // - keep it near `most` blocks (whole slices, rounded up), for a kernel that runs slower with more
 //   blocks a multiprocessor than that even where more fit;
-// - give each slice M / 4 units at least, since every slice adds its M x N sums into the workspace
-//   by atomics: AWQ at 16 rows of 4096x4096 took 54 us in 32 slices of one group, 34 in 8 of four.
-// (H200, notes/performance.md, "the AWQ and NF4 grids".)
+// - give each slice M / 8 units at least, since every slice adds its M x N sums into the workspace
+//   by atomics, two tokens of a channel at a time: AWQ at 16 rows of 4096x4096 took 28.3 us in 8
+//   slices of four groups, 24.7 in 16 of two, 25.3 in 32 of one; at M / 2 units 38.7.
+// (H200, notes/performance.md, "the AWQ and NF4 grids" and p1.)
 inline int64_t k_slice_units(int64_t units, int64_t bx, int64_t fit, int64_t most, int64_t m) {
-  const int64_t by_rows = units / std::max<int64_t>(1, m / 4);
+  const int64_t by_rows = units / std::max<int64_t>(1, m / 8);
   const int64_t want = std::max<int64_t>(1, std::min({units, fit / bx, (most + bx - 1) / bx, by_rows}));
   return (units + want - 1) / want;
 }
