@@ -2110,9 +2110,31 @@ struct Nf4MmaArgs {
   unsigned* counters;
 };
 
+// With XS, a batch's rows of X come into shared memory by the block's threads (cp.async, one batch
+// ahead, three buffers) and the warps read them there, instead of each warp loading them from the
+// global memory inside the loop. A lane's 16-byte piece (step b, token, r, j) sits at position
+// (j + 2 (token % 2) + r / 2) % 4 of its four, so that the eight lanes of a quarter warp read eight
+// different bank groups.
+constexpr int kNf4XsBuffers = 3;
+// Rows of X from which the launcher takes the staged form (cp.async needs compute capability 8.0).
+// H200, against X loaded by every warp, the two alternated twice on eight shapes: 1.17-1.68x at 12-16
+// rows, 1.10-1.24x at 8, 0.99-1.11x at 4; at 1 and 2 rows 0.94-1.08x, 14336x4096 losing 5-6%
+// (notes/performance.md, x1).
+constexpr int kNf4XsFromRows = 4;
+
 template <int NT>
+__device__ __forceinline__ int nf4_xs_piece(int b, int tok, int r, int j) {
+  return ((b * 8 * NT + tok) * 4 + r) * 4 + (j + 2 * (tok % 2) + r / 2) % 4;
+}
+
+template <int NT, bool XS>
 __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a) {
   constexpr int SB = kNf4MmaBatch;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  if constexpr (XS) __trap();  // cp.async needs sm_80; the launcher takes the other form below it
+#endif
+  constexpr int kPieces = SB * 8 * NT * kNf4MmaStep / 8;  // 16-byte pieces of X a batch
+  __shared__ __align__(16) uint4 xs[XS ? kNf4XsBuffers : 1][XS ? kPieces : 1];
   const WarpCodeBook book{lane_code_book_entry()};
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
   const int64_t ch0 = static_cast<int64_t>(blockIdx.x) * 16 * kNf4MmaWarps + warp * 16 + g, ch1 = ch0 + 8;
@@ -2144,13 +2166,43 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
     am[0] = in && live0 ? __float_as_uint(__ldg(am0 + kk / a.block)) : 0u;
     am[1] = in && live1 ? __float_as_uint(__ldg(am1 + kk / a.block)) : 0u;
   };
+  // The block's copies of batch `bi` of the slice into buffer bi % 3: piece q of a thread is token
+  // q / (SB * 16), 8 k from the batch's first k + 8 (q % (SB * 16)); tokens past M and k past K are
+  // not copied (the lanes that would read them use zeros).
+  const auto copy_x = [&](int64_t bi) {
+    const int64_t k0 = (s_begin + SB * bi) * kNf4MmaStep;
+    const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(&xs[bi % kNf4XsBuffers][0]));
+#pragma unroll
+    for (int i = 0; i < kPieces / (kNf4MmaWarps * 32); ++i) {
+      const int q = static_cast<int>(threadIdx.x) + kNf4MmaWarps * 32 * i;
+      const int tok = q / (SB * 16), kc = q % (SB * 16);
+      const int64_t k = k0 + 8 * kc;
+      if (tok < a.m && k < a.k) {
+        const int b = kc / 16, r4 = (kc % 16) / 4, j = kc % 4;
+        cp_async16(base + 16 * nf4_xs_piece<NT>(b, tok, r4, j), a.x + tok * a.k + k, true);
+      }
+    }
+  };
+  if constexpr (XS) {
+    copy_x(0);
+    cp_async_commit();
+  }
   float acc[NT][4] = {};
   uint4 cur[SB][2];
   uint32_t cam[SB][2];
   for (int64_t s0 = s_begin; s0 < s_end; s0 += SB) {
+    [[maybe_unused]] const int64_t bi = (s0 - s_begin) / SB;
 #pragma unroll
     for (int b = 0; b < SB; ++b) {
       if (s0 + b < s_end) load(s0 + b, cur[b], cam[b]);  // steps past the slice are not used below
+    }
+    if constexpr (XS) {
+      // Buffer (bi + 1) % 3 was last read for batch bi - 2, which every warp finished before the
+      // barrier of batch bi - 1.
+      if (s0 + SB < s_end) copy_x(bi + 1);
+      cp_async_commit();
+      cp_async_wait<1>();
+      __syncthreads();  // batch bi's X is in shared memory for every thread's copies
     }
 #pragma unroll
     for (int b = 0; b < SB; ++b) {
@@ -2167,8 +2219,13 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
         uint4 xv[NT];
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
-          xv[t] = xlive[t] && in ? __ldg(reinterpret_cast<const uint4*>(xrow[t] + kk + 8 * j))
-                                 : make_uint4(0u, 0u, 0u, 0u);
+          if constexpr (XS) {
+            xv[t] = xlive[t] && in ? xs[bi % kNf4XsBuffers][nf4_xs_piece<NT>(b, g + 8 * t, r, j)]
+                                   : make_uint4(0u, 0u, 0u, 0u);
+          } else {
+            xv[t] = xlive[t] && in ? __ldg(reinterpret_cast<const uint4*>(xrow[t] + kk + 8 * j))
+                                   : make_uint4(0u, 0u, 0u, 0u);
+          }
         }
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
@@ -2199,18 +2256,16 @@ std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const int64_t bx = (a.n + 16 * kNf4MmaWarps - 1) / (16 * kNf4MmaWarps);
   // The grid by the kernel's own occupancy (bulk_blocks_per_sm asks for blocks of kSliceWarps).
   static_assert(kNf4MmaWarps == kSliceWarps, "the NF4 blocks' occupancy is asked for blocks of kSliceWarps");
-  static Fit fit1, fit2;
-  const int64_t fit = int64_t{a.m <= 8 ? bulk_blocks_per_sm(fit1, nf4_mma_kernel<1>, 0)
-                                       : bulk_blocks_per_sm(fit2, nf4_mma_kernel<2>, 0)} *
-                      L.sms;
-  a.steps_per_slice = k_slices((a.k + kNf4MmaStep - 1) / kNf4MmaStep, bx, fit, fit, a.m, a.slices);
-  const dim3 grid(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices));
-  if (a.m <= 8) {
-    nf4_mma_kernel<1><<<grid, kNf4MmaWarps * 32>>>(a);
-  } else {
-    nf4_mma_kernel<2><<<grid, kNf4MmaWarps * 32>>>(a);
-  }
-  return status("the NF4 GEMV kernel", wait);
+  static Fit fit1, fit2, fit1s, fit2s;
+  const auto launch = [&](auto kernel, Fit& f) {
+    const int64_t fit = int64_t{bulk_blocks_per_sm(f, kernel, 0)} * L.sms;
+    a.steps_per_slice = k_slices((a.k + kNf4MmaStep - 1) / kNf4MmaStep, bx, fit, fit, a.m, a.slices);
+    kernel<<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kNf4MmaWarps * 32>>>(a);
+    return status("the NF4 GEMV kernel", wait);
+  };
+  const bool xs = L.cc >= 80 && a.m >= kNf4XsFromRows;
+  if (a.m <= 8) return xs ? launch(nf4_mma_kernel<1, true>, fit1s) : launch(nf4_mma_kernel<1, false>, fit1);
+  return xs ? launch(nf4_mma_kernel<2, true>, fit2s) : launch(nf4_mma_kernel<2, false>, fit2);
 }
 
 template <OutType T>

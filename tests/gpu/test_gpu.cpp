@@ -811,8 +811,9 @@ std::pair<double, double> errors_against_reference(Backend& gpu, Backend& cpu, c
 TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
   // AWQ per channel over K = 520: 32 batches of 16 rows and 8 rows one at a time. NF4 over
   // K = 320: the last step of 128 along K holds 64, so lanes past K still take part in the
-  // code book's shuffles (their words read as zero); with N = 100 the last block's warps also
-  // hold channels past N, which decode zeros and write nothing. AWQ with N = 200 (not a multiple
+  // code book's shuffles (their words read as zero), and at 5 and 16 rows the block's copies of X
+  // into shared memory stop at K; with N = 100 the last block's warps also hold channels past N,
+  // which decode zeros and write nothing. AWQ with N = 200 (not a multiple
   // of 32) takes the tensor-core form that keeps its words in registers rather than in a ring, its
   // last block's warps partly past N.
   auto gpu = open_gpu();
