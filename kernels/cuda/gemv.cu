@@ -2166,9 +2166,10 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
     am[0] = in && live0 ? __float_as_uint(__ldg(am0 + kk / a.block)) : 0u;
     am[1] = in && live1 ? __float_as_uint(__ldg(am1 + kk / a.block)) : 0u;
   };
-  // The block's copies of batch `bi` of the slice into buffer bi % 3: piece q of a thread is token
-  // q / (SB * 16), 8 k from the batch's first k + 8 (q % (SB * 16)); tokens past M and k past K are
-  // not copied (the lanes that would read them use zeros).
+  // The block's copies of batch `bi` of the slice into buffer bi % 3. Piece q (thread t copies
+  // q = t, t + 128, ...) is token q / (SB * 16) at k = (the batch's first k) + 8 (q % (SB * 16)), 8
+  // values; pieces of tokens past M or k past K are not copied (the lanes that would read them use
+  // zeros).
   const auto copy_x = [&](int64_t bi) {
     const int64_t k0 = (s_begin + SB * bi) * kNf4MmaStep;
     const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(&xs[bi % kNf4XsBuffers][0]));

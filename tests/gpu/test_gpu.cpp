@@ -813,9 +813,9 @@ TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
   // K = 320: the last step of 128 along K holds 64, so lanes past K still take part in the
   // code book's shuffles (their words read as zero), and at 5 and 16 rows the block's copies of X
   // into shared memory stop at K; with N = 100 the last block's warps also hold channels past N,
-  // which decode zeros and write nothing. AWQ with N = 200 (not a multiple
-  // of 32) takes the tensor-core form that keeps its words in registers rather than in a ring, its
-  // last block's warps partly past N.
+  // which decode zeros and write nothing. AWQ with N = 200 (not a multiple of 32) takes the
+  // tensor-core form that keeps its words in registers rather than in a ring, its last block's
+  // warps partly past N.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using quant::Layout;
