@@ -1894,7 +1894,11 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 #if __CUDA_ARCH__ >= 800
   constexpr int SB = kAwqMmaSteps;
   constexpr int kRows = 16 * SB;  // rows of K a batch
-  __shared__ __align__(16) uint32_t ring[ST][kAwqMmaWarps][kRows * 8];
+  // 128-byte aligned. With 16 bytes of alignment the compiler placed the ring 16 bytes into the
+  // block's shared memory, after the finish's `last` flag, once a refactor renamed that flag
+  // (858987e); the same instructions then ran 1.07-1.14x slower from 8192x8192 up at 1-16 rows on the
+  // H200 (notes/performance.md, "the AWQ ring's alignment").
+  __shared__ __align__(128) uint32_t ring[ST][kAwqMmaWarps][kRows * 8];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
   const int64_t cols = a.n / 8;
   const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kAwqMmaCols + warp * 8;
@@ -2134,7 +2138,7 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
   if constexpr (XS) __trap();  // cp.async needs sm_80; the launcher takes the other form below it
 #endif
   constexpr int kPieces = SB * 8 * NT * kNf4MmaStep / 8;  // 16-byte pieces of X a batch
-  __shared__ __align__(16) uint4 xs[XS ? kNf4XsBuffers : 1][XS ? kPieces : 1];
+  __shared__ __align__(128) uint4 xs[XS ? kNf4XsBuffers : 1][XS ? kPieces : 1];  // as awq_ring_kernel's ring
   const WarpCodeBook book{lane_code_book_entry()};
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
   const int64_t ch0 = static_cast<int64_t>(blockIdx.x) * 16 * kNf4MmaWarps + warp * 16 + g, ch1 = ch0 + 8;
