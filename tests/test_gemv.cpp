@@ -540,6 +540,46 @@ TEST_CASE("gemv split: the AWQ and NF4 slices of K keep one wave and M / 8 units
   }
 }
 
+// NF4's slices: the one-wave grid, except that up to 8 rows a slice of more than 16 steps becomes
+// slices of 6 (several waves); the grids measured on the H200.
+TEST_CASE("gemv split: NF4 cuts long slices into short ones up to 8 rows") {
+  // One row of 28672x8192 (64 steps, 448 column blocks, 924 fit): 11 slices of 6, not 2 of 32.
+  CHECK(gemv::k_slice_units(64, 448, 924, 924, 1) == 32);
+  CHECK(gemv::nf4_slice_steps(64, 448, 924, 1) == 6);
+  // 4 and 8 rows (792 fit): 1 slice of 64 before.
+  CHECK(gemv::nf4_slice_steps(64, 448, 792, 4) == 6);
+  CHECK(gemv::nf4_slice_steps(64, 448, 792, 8) == 6);
+  // 12 and 16 rows keep K whole.
+  CHECK(gemv::nf4_slice_steps(64, 448, 660, 12) == 64);
+  CHECK(gemv::nf4_slice_steps(64, 448, 660, 16) == 64);
+  // One row of 8192x28672 (224 steps, 128 column blocks): 38 slices of 6, not 7 of 32.
+  CHECK(gemv::nf4_slice_steps(224, 128, 924, 1) == 6);
+  // One-wave slices of 16 steps or fewer stay: 8192x8192 (10), 14336x4096 (8), 4096x11008 (7).
+  CHECK(gemv::nf4_slice_steps(64, 128, 924, 1) == 10);
+  CHECK(gemv::nf4_slice_steps(32, 224, 924, 1) == 8);
+  CHECK(gemv::nf4_slice_steps(86, 64, 924, 1) == 7);
+  for (int64_t steps : {1, 3, 16, 17, 32, 64, 86, 224, 896}) {
+    for (int64_t bx : {1, 16, 64, 128, 448, 1000}) {
+      for (int64_t fit : {132, 660, 792, 924}) {
+        for (int64_t m = 1; m <= 16; ++m) {
+          CAPTURE(steps);
+          CAPTURE(bx);
+          CAPTURE(fit);
+          CAPTURE(m);
+          const int64_t wave = gemv::k_slice_units(steps, bx, fit, fit, m);
+          const int64_t per = gemv::nf4_slice_steps(steps, bx, fit, m);
+          REQUIRE(per >= 1);
+          CHECK(per <= steps);
+          CHECK(per <= wave);                           // never longer than the one wave's
+          CHECK(per >= std::min(steps, m / 8));         // the M / 8 floor holds
+          if (m <= 8) CHECK(per <= 16);                 // no long slices up to 8 rows
+          if (m > 8 || wave <= 16) CHECK(per == wave);  // elsewhere the one-wave grid
+        }
+      }
+    }
+  }
+}
+
 // Where the persistent grid's runs meet in slots (ft_bulk_kernel with RUNS), walked as the kernel
 // walks them: every tile is written by exactly one block (the one with the whole tile, or the settler:
 // the run holding its first unit, whose part ends its run); every other part stores into its own

@@ -172,18 +172,26 @@ __device__ __forceinline__ void mma_16832_s8(int (&d)[4], uint32_t a0, uint32_t 
 // ---- split-K across blocks: partial sums meet in the workspace; the last block to arrive ---
 // ---- runs the epilogue and leaves the workspace and the counter at zero again.          ---
 
-// A lane's outputs of the mma accumulators: (token, channel, value) for tokens tok + 8 t and
-// tok + 8 t + 1 of channels ch0 and ch1.
+// A lane's outputs of the mma accumulators by pairs: (token, channel, value of the token, value of
+// the next token) for tokens tok + 8 t and tok + 8 t + 1 of channels ch0 and ch1.
+template <int NT, class Fn>
+__device__ __forceinline__ void lane_pairs(int64_t tok, int64_t ch0, int64_t ch1, const float (&acc)[NT][4],
+                                           Fn&& fn) {
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    fn(tok + 8 * t, ch0, acc[t][0], acc[t][1]);
+    fn(tok + 8 * t, ch1, acc[t][2], acc[t][3]);
+  }
+}
+
+// The same outputs one by one: (token, channel, value).
 template <int NT, class Fn>
 __device__ __forceinline__ void lane_outputs(int64_t tok, int64_t ch0, int64_t ch1, const float (&acc)[NT][4],
                                              Fn&& fn) {
-#pragma unroll
-  for (int t = 0; t < NT; ++t) {
-    fn(tok + 8 * t, ch0, acc[t][0]);
-    fn(tok + 8 * t + 1, ch0, acc[t][1]);
-    fn(tok + 8 * t, ch1, acc[t][2]);
-    fn(tok + 8 * t + 1, ch1, acc[t][3]);
-  }
+  lane_pairs<NT>(tok, ch0, ch1, acc, [&](int64_t t, int64_t ch, float v0, float v1) {
+    fn(t, ch, v0);
+    fn(t + 1, ch, v1);
+  });
 }
 
 // Where the partial sum of (token, channel) lives in the workspace: [M, N] by default; [N, M]
@@ -2004,7 +2012,7 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 #endif
 }
 
-// Blocks a multiprocessor the AWQ kernels' grids aim at (k_slices' `most`): the ring at one token
+// Blocks a multiprocessor the AWQ kernels' grids aim at (k_slice_units' `most`): the ring at one token
 // tile fits five, but its grids of five a multiprocessor measured 0.85-0.96x those of four at 1-8 rows
 // (14336x4096, 8192x28672; H200, notes/performance.md, "the AWQ and NF4 grids").
 constexpr int kAwqMostPerSm = 4;
@@ -2013,12 +2021,17 @@ constexpr int kAwqMostPerSm = 4;
 // (notes/performance.md, w1); 4 is the depth the GPU tests ran.
 constexpr int kAwqRingStages = 4;
 
-// Slices along K for the tensor-core AWQ and NF4 kernels (gemv::k_slice_units, split.hpp):
-// `units` cut into slices of whole units, for a grid of `bx` column blocks by the slices.
-int k_slices(int64_t units, int64_t bx, int64_t fit, int64_t most, int64_t m, int& slices) {
-  const int64_t per = gemv::k_slice_units(units, bx, fit, most, m);
-  slices = static_cast<int>((units + per - 1) / per);
-  return static_cast<int>(per);
+// Launches a tensor-core AWQ or NF4 kernel on a grid of `bx` column blocks by slices of whole units
+// of K (split.hpp's rules). `per_slice(fits)` gives the units a slice from the blocks the device runs
+// at once, asked of the kernel's own occupancy (bulk_blocks_per_sm asks for blocks of kSliceWarps);
+// they go to `per` (a field of `a`), and the slice count to `a.slices`.
+template <class Args, class PerSlice>
+std::string launch_in_slices(void (*kernel)(Args), Fit& fit, Args& a, int& per, int64_t units, int64_t bx,
+                             PerSlice per_slice, const GemvLaunch& L, const char* what, bool wait) {
+  per = static_cast<int>(per_slice(int64_t{bulk_blocks_per_sm(fit, kernel, 0)} * L.sms));
+  a.slices = static_cast<int>((units + per - 1) / per);
+  kernel<<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kSliceWarps * 32>>>(a);
+  return status(what, wait);
 }
 
 std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
@@ -2038,7 +2051,7 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   };
   // Groups of whole batches take the tensor-core form, at every M: H100, against the kernels
   // below, 0.97-1.45x at M = 1 and 1.6-5.4x at M = 4 and 16 (notes/performance.md, g12). Its
-  // grid: slices of whole groups (k_slices).
+  // grid: slices of whole groups (gemv::k_slice_units).
   if (a.group % (16 * kAwqMmaSteps) == 0) {
     const int64_t bx = (cols + kAwqMmaCols - 1) / kAwqMmaCols;
     constexpr int ST = kAwqRingStages;
@@ -2061,15 +2074,14 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
       }();
       ring = carved == cudaSuccess;
     }
-    // The grid by the kernel's own occupancy (bulk_blocks_per_sm asks for blocks of kSliceWarps).
-    static_assert(kAwqMmaWarps == kSliceWarps,
-                  "the AWQ blocks' occupancy is asked for blocks of kSliceWarps");
+    static_assert(kAwqMmaWarps == kSliceWarps, "launch_in_slices launches blocks of kSliceWarps");
     static Fit fit_ring1, fit_ring2, fit_regs1, fit_regs2;
     const auto launch = [&](auto kernel, Fit& fit) {
-      const int64_t fits = int64_t{bulk_blocks_per_sm(fit, kernel, 0)} * L.sms;
-      a.groups_per_slice = k_slices(groups, bx, fits, int64_t{kAwqMostPerSm} * L.sms, a.m, a.slices);
-      kernel<<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kAwqMmaWarps * 32>>>(a);
-      return status("the AWQ GEMV kernel (tensor cores)", wait);
+      const auto per_slice = [&](int64_t fits) {
+        return gemv::k_slice_units(groups, bx, fits, int64_t{kAwqMostPerSm} * L.sms, a.m);
+      };
+      return launch_in_slices(kernel, fit, a, a.groups_per_slice, groups, bx, per_slice, L,
+                              "the AWQ GEMV kernel (tensor cores)", wait);
     };
     if (ring)
       return a.m <= 8 ? launch(awq_ring_kernel<1, ST>, fit_ring1) : launch(awq_ring_kernel<2, ST>, fit_ring2);
@@ -2151,13 +2163,13 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
   const uint32_t* q1 = a.q + (live1 ? ch1 : 0) * words;
   const float* am0 = a.absmax + (live0 ? ch0 : 0) * blocks;
   const float* am1 = a.absmax + (live1 ? ch1 : 0) * blocks;
-  // The lane's X rows: token g + 8 t (tokens past M read zeros).
-  const uint16_t* xrow[NT];
+  // The lane's X rows: token g + 8 t (tokens past M read zeros), from the global memory without XS.
+  [[maybe_unused]] const uint16_t* xrow[NT];
   bool xlive[NT];
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
     xlive[t] = g + 8 * t < a.m;
-    xrow[t] = a.x + (xlive[t] ? (g + 8 * t) * a.k : 0);
+    if constexpr (!XS) xrow[t] = a.x + (xlive[t] ? (g + 8 * t) * a.k : 0);
   }
   // Step s: the lane's 32 k start at s * 128 + 32 r; past K (K is a multiple of 32) the lane's
   // words and absmax read as zero, so its weights are zero too.
@@ -2174,7 +2186,7 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
   // q = t, t + 128, ...) is token q / (SB * 16) at k = (the batch's first k) + 8 (q % (SB * 16)), 8
   // values; pieces of tokens past M or k past K are not copied (the lanes that would read them use
   // zeros).
-  const auto copy_x = [&](int64_t bi) {
+  const auto copy_x = [&](int bi) {
     const int64_t k0 = (s_begin + SB * bi) * kNf4MmaStep;
     const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(&xs[bi % kNf4XsBuffers][0]));
 #pragma unroll
@@ -2196,7 +2208,9 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
   uint4 cur[SB][2];
   uint32_t cam[SB][2];
   for (int64_t s0 = s_begin; s0 < s_end; s0 += SB) {
-    [[maybe_unused]] const int64_t bi = (s0 - s_begin) / SB;
+    // Batch bi of the slice (a slice is at most steps_per_slice steps) and, with XS, its buffer.
+    [[maybe_unused]] const int bi = static_cast<int>((s0 - s_begin) / SB);
+    [[maybe_unused]] const uint4* xb = xs[XS ? bi % kNf4XsBuffers : 0];
 #pragma unroll
     for (int b = 0; b < SB; ++b) {
       if (s0 + b < s_end) load(s0 + b, cur[b], cam[b]);  // steps past the slice are not used below
@@ -2225,8 +2239,7 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
           if constexpr (XS) {
-            xv[t] = xlive[t] && in ? xs[bi % kNf4XsBuffers][nf4_xs_piece<NT>(b, g + 8 * t, r, j)]
-                                   : make_uint4(0u, 0u, 0u, 0u);
+            xv[t] = xlive[t] && in ? xb[nf4_xs_piece<NT>(b, g + 8 * t, r, j)] : make_uint4(0u, 0u, 0u, 0u);
           } else {
             xv[t] = xlive[t] && in ? __ldg(reinterpret_cast<const uint4*>(xrow[t] + kk + 8 * j))
                                    : make_uint4(0u, 0u, 0u, 0u);
@@ -2240,15 +2253,11 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
       }
     }
   }
-  const auto pairs = [&](auto&& fn) {
-#pragma unroll
-    for (int t = 0; t < NT; ++t) {
-      const int64_t tok = 2 * r + 8 * t;
-      if (ch0 < a.n) fn(tok, ch0, acc[t][0], acc[t][1]);
-      if (ch1 < a.n) fn(tok, ch1, acc[t][2], acc[t][3]);
-    }
-  };
-  finish_pairs(a.out, a.sums, a.counters + blockIdx.x, a.slices, pairs);
+  finish_pairs(a.out, a.sums, a.counters + blockIdx.x, a.slices, [&](auto&& fn) {
+    lane_pairs<NT>(2 * r, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float v0, float v1) {
+      if (ch < a.n) fn(tok, ch, v0, v1);
+    });
+  });
 }
 
 std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
@@ -2259,14 +2268,13 @@ std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
                L.p.m,   L.w.group,  0,     0,     Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n},
                ws.sums, ws.counters};
   const int64_t bx = (a.n + 16 * kNf4MmaWarps - 1) / (16 * kNf4MmaWarps);
-  // The grid by the kernel's own occupancy (bulk_blocks_per_sm asks for blocks of kSliceWarps).
-  static_assert(kNf4MmaWarps == kSliceWarps, "the NF4 blocks' occupancy is asked for blocks of kSliceWarps");
+  static_assert(kNf4MmaWarps == kSliceWarps, "launch_in_slices launches blocks of kSliceWarps");
   static Fit fit1, fit2, fit1s, fit2s;
-  const auto launch = [&](auto kernel, Fit& f) {
-    const int64_t fit = int64_t{bulk_blocks_per_sm(f, kernel, 0)} * L.sms;
-    a.steps_per_slice = k_slices((a.k + kNf4MmaStep - 1) / kNf4MmaStep, bx, fit, fit, a.m, a.slices);
-    kernel<<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kNf4MmaWarps * 32>>>(a);
-    return status("the NF4 GEMV kernel", wait);
+  const int64_t steps = (a.k + kNf4MmaStep - 1) / kNf4MmaStep;
+  const auto launch = [&](auto kernel, Fit& fit) {
+    const auto per_slice = [&](int64_t fits) { return gemv::nf4_slice_steps(steps, bx, fits, a.m); };
+    return launch_in_slices(kernel, fit, a, a.steps_per_slice, steps, bx, per_slice, L, "the NF4 GEMV kernel",
+                            wait);
   };
   const bool xs = L.cc >= 80 && a.m >= kNf4XsFromRows;
   if (a.m <= 8) return xs ? launch(nf4_mma_kernel<1, true>, fit1s) : launch(nf4_mma_kernel<1, false>, fit1);
