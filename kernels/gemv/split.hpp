@@ -44,13 +44,13 @@ inline int64_t k_slice_units(int64_t units, int64_t bx, int64_t fit, int64_t mos
 
 // Steps of 128 along K a slice of the NF4 GEMV: k_slice_units' one-wave grid, except that up to 8
 // rows a slice longer than kNf4LongSlice steps is cut to kNf4ShortSlice, in several waves of blocks.
-// One wave of long slices leaves the blocks that the memory serves last to set the time (the one-row
-// GEMV's blocks with equal work end up to 7 us apart on 28672x8192); many short blocks let the
-// device give a finished block's place to the next. H200, against the one-wave grid, both alternated
-// twice: 28672x8192 (2 slices of 32, 1 of 64 from 4 rows) 1.11-1.13x at 1-8 rows, 1.02x at 12-16;
-// 8192x28672 (7 of 32, 6 of 38) 1.05-1.07x at 1-2 rows, 0.99x at 4-8, 0.97-0.98x at 12-16. Where the
-// one-wave slices were 11 steps or shorter, slices of 6 gained on some shapes and rows and lost on
-// others (0.90-1.12x), so those keep the one wave (notes/performance.md, "NF4's slices").
+// Presumably one wave of long slices leaves the blocks that the memory serves last to set the time
+// (the W4A16 GEMV's blocks with equal work ended up to 7 us apart on 28672x8192), where many short
+// blocks let the device give a finished block's place to the next. H200, against the one-wave grid,
+// alternated twice: 28672x8192 (2 slices of 32, 1 of 64 from 4 rows) 1.11-1.13x at 1-8 rows, 1.02x
+// at 12-16; 8192x28672 (7 of 32, 6 of 38) 1.05-1.07x at 1-2 rows, 0.99x at 4-8, 0.97-0.98x at 12-16.
+// Where the one-wave slices were 11 steps or shorter, slices of 6 gained on some shapes and rows and
+// lost on others (0.90-1.12x), so those keep the one wave (notes/performance.md, "NF4's slices").
 constexpr int64_t kNf4LongSlice = 16;
 constexpr int64_t kNf4ShortSlice = 6;
 inline int64_t nf4_slice_steps(int64_t steps, int64_t bx, int64_t fit, int64_t m) {
