@@ -2024,12 +2024,14 @@ constexpr int kAwqRingStages = 4;
 // Launches a tensor-core AWQ or NF4 kernel on a grid of `bx` column blocks by slices of whole units
 // of K (split.hpp's rules). `per_slice(fits)` gives the units a slice from the blocks the device runs
 // at once, asked of the kernel's own occupancy (bulk_blocks_per_sm asks for blocks of kSliceWarps);
-// they go to `per` (a field of `a`), and the slice count to `a.slices`.
+// they go to the field `per` of `a`, and the slice count to `a.slices`.
 template <class Args, class PerSlice>
-std::string launch_in_slices(void (*kernel)(Args), Fit& fit, Args& a, int& per, int64_t units, int64_t bx,
-                             PerSlice per_slice, const GemvLaunch& L, const char* what, bool wait) {
-  per = static_cast<int>(per_slice(int64_t{bulk_blocks_per_sm(fit, kernel, 0)} * L.sms));
-  a.slices = static_cast<int>((units + per - 1) / per);
+std::string launch_in_slices(void (*kernel)(Args), Fit& fit, Args& a, int Args::*per, int64_t units,
+                             int64_t bx, PerSlice per_slice, const GemvLaunch& L, const char* what,
+                             bool wait) {
+  const int units_per = static_cast<int>(per_slice(int64_t{bulk_blocks_per_sm(fit, kernel, 0)} * L.sms));
+  a.*per = units_per;
+  a.slices = static_cast<int>((units + units_per - 1) / units_per);
   kernel<<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kSliceWarps * 32>>>(a);
   return status(what, wait);
 }
@@ -2080,7 +2082,7 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
       const auto per_slice = [&](int64_t fits) {
         return gemv::k_slice_units(groups, bx, fits, int64_t{kAwqMostPerSm} * L.sms, a.m);
       };
-      return launch_in_slices(kernel, fit, a, a.groups_per_slice, groups, bx, per_slice, L,
+      return launch_in_slices(kernel, fit, a, &AwqArgs::groups_per_slice, groups, bx, per_slice, L,
                               "the AWQ GEMV kernel (tensor cores)", wait);
     };
     if (ring)
@@ -2273,8 +2275,8 @@ std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const int64_t steps = (a.k + kNf4MmaStep - 1) / kNf4MmaStep;
   const auto launch = [&](auto kernel, Fit& fit) {
     const auto per_slice = [&](int64_t fits) { return gemv::nf4_slice_steps(steps, bx, fits, a.m); };
-    return launch_in_slices(kernel, fit, a, a.steps_per_slice, steps, bx, per_slice, L, "the NF4 GEMV kernel",
-                            wait);
+    return launch_in_slices(kernel, fit, a, &Nf4MmaArgs::steps_per_slice, steps, bx, per_slice, L,
+                            "the NF4 GEMV kernel", wait);
   };
   const bool xs = L.cc >= 80 && a.m >= kNf4XsFromRows;
   if (a.m <= 8) return xs ? launch(nf4_mma_kernel<1, true>, fit1s) : launch(nf4_mma_kernel<1, false>, fit1);

@@ -25,6 +25,7 @@
 #include "kernels/bits/prmt.hpp"
 #include "kernels/cuda/gemv.hpp"
 #include "kernels/cuda/launch.hpp"
+#include "kernels/gemv/split.hpp"
 #include "kernels/recipes/catalog.hpp"
 
 using namespace dql;
@@ -840,6 +841,29 @@ TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
                   ec);
       CHECK_MESSAGE(eg < 1e-3, "scheme ", static_cast<int>(c.spec.scheme), " M=", m);
     }
+  }
+}
+
+TEST_CASE("gemv: NF4 where long slices of K are cut into short ones") {
+  // 29696x2176: 464 column blocks of 64 channels, K 17 steps of 128. On a device of 132
+  // multiprocessors (the lent H100 and H200: 924 blocks fit at one row, 792 at 3 and 8) the one-wave
+  // grid is one slice of all 17 steps, over 16, so up to 8 rows the launcher cuts it into slices of 6, 6
+  // and 5 steps (gemv::nf4_slice_steps): three slices meet per channel, and the last ends inside a
+  // batch of two steps. 1 and 3 rows load X per warp, 8 stage it in shared memory.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  const int64_t n = 29696, k = 2176;
+  CHECK(gemv::nf4_slice_steps(17, n / 64, 924, 1) == 6);
+  CHECK(gemv::nf4_slice_steps(17, n / 64, 792, 8) == 6);
+  const Tensor w = random_matrix(Distribution::Normal, 41, n, k);
+  const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Nf4, quant::Layout::Plain, 64});
+  for (int64_t m : {1, 3, 8}) {
+    const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, k,
+                                             static_cast<uint64_t>(7 * m), gemv::Epilogue{});
+    const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
+    std::printf("NF4 %lldx%lld M=%lld: rel err GPU %.2e CPU %.2e\n", static_cast<long long>(n),
+                static_cast<long long>(k), static_cast<long long>(m), eg, ec);
+    CHECK_MESSAGE(eg < 1e-3, "M=", m);
   }
 }
 
