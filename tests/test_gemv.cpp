@@ -558,6 +558,12 @@ TEST_CASE("gemv split: NF4 cuts long slices into short ones up to 8 rows") {
   CHECK(gemv::nf4_slice_steps(64, 128, 924, 1) == 10);
   CHECK(gemv::nf4_slice_steps(32, 224, 924, 1) == 8);
   CHECK(gemv::nf4_slice_steps(86, 64, 924, 1) == 7);
+  // The GPU case's 29696x2176 (17 steps, 464 column blocks: fewer than two blocks fit one at 924 or
+  // 792): one slice of 17 before, slices of 6 now, at 1 to 8 rows.
+  CHECK(gemv::k_slice_units(17, 464, 924, 924, 1) == 17);
+  CHECK(gemv::nf4_slice_steps(17, 464, 924, 1) == 6);
+  CHECK(gemv::nf4_slice_steps(17, 464, 924, 3) == 6);
+  CHECK(gemv::nf4_slice_steps(17, 464, 792, 8) == 6);
   for (int64_t steps : {1, 3, 16, 17, 32, 64, 86, 224, 896}) {
     for (int64_t bx : {1, 16, 64, 128, 448, 1000}) {
       for (int64_t fit : {132, 660, 792, 924}) {

@@ -1783,14 +1783,7 @@ __device__ __forceinline__ void awq_finish(const AwqArgs& a, const float (&acc)[
   finish_pairs(a.out, a.sums, a.counters + blockIdx.x, a.slices, [&](auto&& fn) {
     if (!live) return;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-#pragma unroll
-      for (int t = 0; t < NT; ++t) {
-        const int64_t tok = 8 * t + 2 * r, ch = 8 * c + 2 * j;
-        fn(tok, ch, acc[j][t][0], acc[j][t][1]);
-        fn(tok, ch + 1, acc[j][t][2], acc[j][t][3]);
-      }
-    }
+    for (int j = 0; j < 4; ++j) lane_pairs<NT>(2 * r, 8 * c + 2 * j, 8 * c + 2 * j + 1, acc[j], fn);
   });
 }
 
