@@ -14,6 +14,7 @@
 #include "kernels/backend/host_steps.hpp"
 #include "kernels/cuda/gemv.hpp"
 #include "kernels/gemv/split.hpp"
+#include "kernels/quant/files.hpp"
 
 using namespace dql;
 using quant::Layout;
@@ -93,6 +94,41 @@ TEST_CASE("gemv twin: the online path's block algebra equals the integer sum it 
   CHECK(flat.offset == 2.0f);
 }
 
+TEST_CASE("gemv twin: decoded rows times their group scale, rounded once, are the dequant kernel's weights") {
+  // decode_rows walks each layout by its own index arithmetic; the dequant twin walks it by
+  // another. Row ranges that start and end inside an AWQ word's eight channels are included.
+  auto cpu = make_cpu_backend();
+  const int64_t n = 48, k = 512;
+  const Tensor w = random_matrix(Distribution::Normal, 17, n, k);
+  const QuantSpec specs[] = {{Scheme::Int4Sym, Layout::Ft, 128},
+                             {Scheme::Int4Sym, Layout::Ft, 64},
+                             {Scheme::Int8Sym, Layout::Ft, 512},
+                             {Scheme::Int4Asym, Layout::Awq, 128},
+                             {Scheme::Nf4, Layout::Plain, 64}};
+  const std::pair<int64_t, int64_t> ranges[] = {{0, 48}, {8, 8}, {3, 1}, {13, 22}};
+  for (const QuantSpec& spec : specs) {
+    CAPTURE(scheme_name(spec.scheme));
+    const QuantizedMatrix q = cpu->quantize(w, spec);
+    const gemv::Weights hw = weights_of(q);
+    const std::vector<uint16_t> deq = cpu->dequantize(q, recipes_for(spec).front());
+    for (const auto& [n0, rows] : ranges) {
+      CAPTURE(n0);
+      CAPTURE(rows);
+      std::vector<float> dec(static_cast<size_t>(rows * k));
+      gemv::decode_rows(hw, n0, rows, false, OutType::F16, dec.data());
+      int64_t same = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const float s = gemv::group_scale(hw, n0 + r, kk / spec.group);
+          const uint16_t mine = quant::f32_to_half(quant::mul_rn(dec[static_cast<size_t>(r * k + kk)], s));
+          same += mine == deq[static_cast<size_t>((n0 + r) * k + kk)];
+        }
+      }
+      CHECK(same == rows * k);
+    }
+  }
+}
+
 TEST_CASE("gemv: naive conversion gives the recipes' values for every byte pattern") {
   for (int bits : {4, 8}) {
     for (OutType t : {OutType::F16, OutType::BF16}) {
@@ -150,6 +186,15 @@ TEST_CASE("gemv: refusals say what is accepted") {
   bad_bias.bias.resize(3);
   CHECK(message(ft, bad_bias).find("one per output channel") != std::string::npos);
   CHECK(message(plain4, r).find("no GEMV kernel") != std::string::npos);
+  // The format is named first, whatever else the request asks for.
+  GemvRequest plain_bf = r;
+  plain_bf.dtype = OutType::BF16;
+  CHECK(message(plain4, plain_bf).find("no GEMV kernel") != std::string::npos);
+  GemvRequest rows17 = r;
+  rows17.m = 17;
+  rows17.x.resize(static_cast<size_t>(17 * 256), rows17.x[0]);
+  CHECK(message(plain4, rows17).find("no GEMV kernel") != std::string::npos);
+  CHECK(message(awq, rows17).find("beyond 16 rows") != std::string::npos);
   GemvRequest naive = r;
   naive.path = gemv::Path::Naive;
   CHECK(message(awq, naive).find("--layout ft") != std::string::npos);

@@ -137,16 +137,16 @@ void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
         "the naive-conversion variant runs on the mixed-GEMM layout (--layout ft), beside the fast one it is "
         "compared with");
   }
+  if (s.layout != Layout::Awq && s.scheme != Scheme::Nf4) {
+    throw Error(
+        "this format has no GEMV kernel: use the mixed-GEMM layout (--layout ft) for int4-sym / "
+        "int8-sym, the AWQ format for int4-asym, NF4, or --path online for plain int8");
+  }
   if (r.m > 16)
     throw Error("beyond 16 rows of X the GEMM reads the mixed-GEMM layout (--layout ft, int4-sym)");
   if (r.dtype != recipes::OutType::F16) {
     throw Error("the AWQ and NF4 kernels take fp16 activations: use --dtype fp16");
   }
-  if (s.layout == Layout::Awq || s.scheme == Scheme::Nf4) return;
-  throw Error(
-      "this format has no GEMV kernel: use the mixed-GEMM layout (--layout ft) for int4-sym / int8-sym, the "
-      "AWQ "
-      "format for int4-asym, NF4, or --path online for plain int8");
 }
 
 std::vector<recipes::RecipeId> recipes_for(const QuantSpec& spec) {

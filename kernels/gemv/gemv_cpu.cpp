@@ -41,39 +41,52 @@ void decode_rows(const Weights& w, int64_t n0, int64_t rows, bool naive, recipes
     const layouts::FtGeometry g{bits};
     const int e = g.per_word(), il = g.interleave(), v = g.words_per_tile();
     const int64_t wptc = K * il / e;  // words per tile column
+    // The row permutation is the same in every 64-row tile and column: where element j of the
+    // tile's word i of a column lands, counted from the tile's first row.
+    int at[64];  // [word i][element j] at i * e + j: v * e = 64
+    for (int i = 0; i < v; ++i) {
+      for (int j = 0; j < e; ++j) at[i * e + j] = static_cast<int>(layouts::ft_source(g, i, j, K).k);
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t n = n0 + r;
+      const int64_t first = (n / il) * wptc + v * (n % il);
       for (int64_t tile = 0; tile < K / 64; ++tile) {
+        float* dst = out + r * K + tile * 64;
         for (int i = 0; i < v; ++i) {
-          const int64_t word = (n / il) * wptc + il * v * tile + v * (n % il) + i;
+          const uint32_t word = w.q[first + il * v * tile + i];
           uint32_t pairs[4];
           if (naive) {
-            ft_word_pairs<true>(bits, t, w.q[word], pairs);
+            ft_word_pairs<true>(bits, t, word, pairs);
           } else {
-            ft_word_pairs<false>(bits, t, w.q[word], pairs);
+            ft_word_pairs<false>(bits, t, word, pairs);
           }
           for (int j = 0; j < e; ++j) {
-            const layouts::FtSource s = layouts::ft_source(g, word, j, K);
             const uint32_t h = (j % 2) ? bits::hi16(pairs[j / 2]) : bits::lo16(pairs[j / 2]);
-            out[r * K + s.k] = f16_value(h, t);
+            dst[at[i * e + j]] = f16_value(h, t);
           }
         }
       }
     }
   } else if (w.layout == Layout::Awq) {
-    // qweight [K, N / 8]: word (k, c) holds columns 8c .. 8c + 7 of row k of W^T.
+    // qweight [K, N / 8]: word (k, c) holds columns 8c .. 8c + 7 of row k of W^T; qzeros
+    // [K / G, N / 8] the same for each group. Each word goes through the recipe once.
     const int64_t cols = w.n / 8;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t n = n0 + r, c = n / 8;
-      const int i = static_cast<int>(n % 8);
+    for (int64_t c = n0 / 8; c * 8 < n0 + rows; ++c) {
+      uint32_t z[4] = {};
       for (int64_t kk = 0; kk < K; ++kk) {
+        if (kk % w.group == 0) {
+          const uint32_t zin[2] = {w.qzeros[(kk / w.group) * cols + c], 0u};
+          recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
+        }
         const uint32_t in[2] = {w.q[kk * cols + c], 0u};
-        const uint32_t zin[2] = {w.qzeros[(kk / w.group) * cols + c], 0u};
-        uint32_t q[4], z[4];
+        uint32_t q[4];
         recipes::run_plain(recipes::RecipeId::AwqInt4F16, in, q);
-        recipes::run_plain(recipes::RecipeId::AwqInt4F16, zin, z);
-        const uint32_t d = bits::sub_f16x2(q[i / 2], z[i / 2]);
-        out[r * K + kk] = quant::half_to_f32((i % 2) ? bits::hi16(d) : bits::lo16(d));
+        for (int i = 0; i < 8; ++i) {
+          const int64_t r = c * 8 + i - n0;
+          if (r < 0 || r >= rows) continue;
+          const uint32_t d = bits::sub_f16x2(q[i / 2], z[i / 2]);
+          out[r * K + kk] = quant::half_to_f32((i % 2) ? bits::hi16(d) : bits::lo16(d));
+        }
       }
     }
   } else if (w.scheme == quant::Scheme::Nf4) {
