@@ -1233,10 +1233,179 @@ bool bulk_fits(const GemvLaunch& L) {
          (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
 }
 
+// ---- W4A16 at one row of X on the CUDA cores: X held in registers, plain loads ----------------
+//
+// A warp owns 256 rows of K (a slab) and walks across column groups of the mixed-GEMM layout: in each
+// group the slab's 4 tiles x 4 channels are 512 contiguous bytes, one 16-byte piece a lane. Lane
+// (t, c, h) = (lane / 8, lane / 2 % 4, lane % 2) takes tile t, channel c, half h (32 rows of K: the
+// tile's row-permutation group h, 4 words), so its 32 values of X are the same in every column group
+// and are loaded once. Per column group the lane converts its words by the recipe (gemv::ft_word_pairs),
+// multiplies each pair by its X pair in fp16 (the 4 pairs of a word in one HFMA2 chain) and adds the
+// chains in fp32; the two lanes of a tile meet by a shuffle and take the group's scale, the 8 lanes of
+// a channel by two more. The warps of a block (up to 32 slabs) meet in shared memory, the blocks of a
+// column range (K beyond 8192) in the workspace (finish_tile).
+//
+// Against the copy-engine ring, the loads here are plain 16-byte loads, 3 in flight a lane beyond the
+// one it multiplies, from 32 warps a multiprocessor: the weights stream at up to 95-98% of the copy
+// with nothing else, where the ring's stages reached 79% (notes/performance.md, session 41). The price
+// is accuracy: the products are rounded to fp16 (4 to a chain) before the fp32 sums, where the tensor
+// cores keep them exact.
+constexpr int kLaneAhead = 3;
+constexpr int kLanePartBytes = 48 * 1024;  // the warps' partial sums a block at most
+
+// A 16-byte piece of the weights, read once: through the read-only path without a place in L1.
+__device__ __forceinline__ uint4 load_piece(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+// The walk: the lane's piece and scale of each of `count` column groups, kLaneAhead loads in flight
+// beyond the one in use, addresses advanced by increments. body(piece, scale, j) for j = 0 .. count - 1;
+// whole rounds of kLaneAhead + 1 run without checks, the last round checks each step.
+template <class Body>
+__device__ __forceinline__ void lane_walk(const uint4* p, int64_t stride, const uint16_t* sp, int count,
+                                          Body body) {
+  constexpr int A = kLaneAhead;
+  uint4 buf[A + 1];
+  uint16_t sc[A + 1];
+#pragma unroll
+  for (int d = 0; d < A; ++d) {
+    if (d < count) buf[d] = load_piece(p), sc[d] = __ldg(sp);
+    p += stride, sp += 4;
+  }
+  int j0 = 0;
+  for (; j0 + 2 * A + 1 <= count; j0 += A + 1) {
+#pragma unroll
+    for (int d = 0; d <= A; ++d) {
+      const int slot = (d + A) % (A + 1);
+      buf[slot] = load_piece(p), sc[slot] = __ldg(sp);
+      p += stride, sp += 4;
+      body(buf[d], sc[d], j0 + d);
+    }
+  }
+  for (; j0 < count; j0 += A + 1) {
+#pragma unroll
+    for (int d = 0; d <= A; ++d) {
+      const int slot = (d + A) % (A + 1);
+      if (j0 + d + A < count) buf[slot] = load_piece(p), sc[slot] = __ldg(sp);
+      p += stride, sp += 4;
+      if (j0 + d < count) body(buf[d], sc[d], j0 + d);
+    }
+  }
+}
+
+// The lane's 32 products: word i's pairs hold rows 2i, 8 + 2i, 16 + 2i and 24 + 2i (and the next row
+// each) of its 32, whose X pairs are x[i], x[4 + i], x[8 + i] and x[12 + i].
+template <bool NAIVE>
+__device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&x)[16]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  float s = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    uint32_t pr[4];
+    gemv::ft_word_pairs<NAIVE>(4, OutType::F16, w[i], pr);
+    uint32_t a = bits::mul_f16x2(pr[0], x[i]);
+    a = bits::fma_f16x2(pr[1], x[4 + i], a);
+    a = bits::fma_f16x2(pr[2], x[8 + i], a);
+    a = bits::fma_f16x2(pr[3], x[12 + i], a);
+    s += quant::half_to_f32(bits::lo16(a)) + quant::half_to_f32(bits::hi16(a));
+  }
+  return s;
+}
+
+// grid (column ranges of `groups_per_block` column groups, K / (256 W) rounded up); dynamic shared
+// memory: W x groups_per_block x 4 floats. W warps a block, 32 warps a multiprocessor.
+template <bool NAIVE, int W>
+__global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block) {
+  extern __shared__ float part[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int t = lane / 8, c = lane / 2 % 4, h = lane % 2;
+  const int64_t slab = int64_t{blockIdx.y} * W + warp;
+  const int64_t k0 = slab * 256 + t * 64 + h * 32;
+  const bool live = k0 < a.k;  // K a multiple of 128: a slab may end after its first two tiles
+  const int64_t cg0 = int64_t{blockIdx.x} * groups_per_block;
+  const int64_t left = a.n / 4 - cg0;
+  const int groups = left < groups_per_block ? static_cast<int>(left) : groups_per_block;
+  const int count = slab * 256 < a.k ? groups : 0;
+  uint32_t x[16] = {};
+  if (live) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.x + k0) + i);
+      x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
+    }
+  }
+  // A lane past K multiplies zeros; it reads a piece of the column group's first two tiles instead.
+  const int64_t stride = a.k / 8;  // 16-byte pieces a column group
+  const uint4* src =
+      reinterpret_cast<const uint4*>(a.q) + cg0 * stride + (live ? slab * 32 + lane : lane % 16);
+  const uint16_t* sp = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + c;
+  float* out = part + warp * groups_per_block * 4 + c;
+  lane_walk(src, stride, sp, count, [&](uint4 v, uint16_t scale, int j) {
+    float d = lane_dot<NAIVE>(v, x);
+    d += __shfl_xor_sync(0xFFFFFFFFu, d, 1);  // the tile's two halves: one group
+    d *= quant::half_to_f32(scale);
+    d += __shfl_xor_sync(0xFFFFFFFFu, d, 8);
+    d += __shfl_xor_sync(0xFFFFFFFFu, d, 16);
+    if (lane < 8 && h == 0) out[4 * j] = d;
+  });
+  __syncthreads();
+  const int64_t slabs_left = (a.k - int64_t{blockIdx.y} * W * 256 + 255) / 256;
+  const int warps = slabs_left < W ? static_cast<int>(slabs_left) : W;
+  const auto each = [&](auto fn) {
+    for (int i = threadIdx.x; i < 4 * groups; i += blockDim.x) {
+      float v = 0.0f;
+      for (int w = 0; w < warps; ++w) v += part[w * groups_per_block * 4 + i];
+      fn(int64_t{0}, 4 * cg0 + i, v);
+    }
+  };
+  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
+}
+
+// One wave where the column groups allow: as many groups a block as fill the resident blocks.
+template <bool NAIVE, int W>
+std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  const auto kernel = ft_lane_kernel<NAIVE, W>;
+  static const int fit = [&] {  // blocks a multiprocessor holds (by registers: the shared memory is small)
+    int v = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, W * 32, 0);
+    return std::max(v, 1);
+  }();
+  const int64_t groups = L.w.n / 4, ys = (L.w.k + W * 256 - 1) / (W * 256);
+  const int64_t columns = std::max<int64_t>(1, int64_t{fit} * L.sms / ys);  // column ranges in one wave
+  const int64_t most = kLanePartBytes / (W * 4 * static_cast<int64_t>(sizeof(float)));
+  const int64_t per = std::min<int64_t>(most, (groups + columns - 1) / columns);
+  const dim3 grid(static_cast<unsigned>((groups + per - 1) / per), static_cast<unsigned>(ys));
+  kernel<<<grid, W * 32, static_cast<size_t>(W * per * 4) * sizeof(float)>>>(ft_io(L, ws),
+                                                                             static_cast<int>(per));
+  return status("the one-row W4A16 kernel (CUDA cores)", wait);
+}
+
+// A block holds as many warps as K has slabs, up to 32 (8192 rows of K), so that up to there the whole
+// K of a column range meets in shared memory: a meeting in the workspace costs about 2 us
+// (notes/performance.md, session 41).
+template <bool NAIVE>
+std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  const int64_t slabs = (L.w.k + 255) / 256;
+  if (slabs <= 8) return launch_lane_w<NAIVE, 8>(L, ws, wait);
+  if (slabs <= 16) return launch_lane_w<NAIVE, 16>(L, ws, wait);
+  return launch_lane_w<NAIVE, 32>(L, ws, wait);
+}
+
 template <int BITS, int WPT, OutType T, bool NAIVE>
 std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   constexpr int kWpt2 = BITS == 4 ? 2 : WPT;  // words a lane with two token tiles (BulkShape)
   const int64_t m = L.p.m;
+  // One row of int4 with fp16 X: the CUDA-core form. H200, against the copy-engine ring, bench medians
+  // (notes/performance.md, session 41): 28672x8192 39.0 -> 34.6 us, 8192x8192 17.3 -> 14.8, 4096x4096
+  // 9.95 -> 8.6, 2048x2048 7.5 -> 5.7; 8192x28672 the same (38.5 -> 38.3: its blocks meet in the
+  // workspace). The relative error grows from about 2e-4 to 4e-4 (fp16 products, goal 1e-3).
+  if constexpr (BITS == 4 && T == OutType::F16) {
+    if (m == 1) return launch_lane<NAIVE>(L, ws, wait);
+  }
   if (m <= 8 && bulk_fits<BITS, WPT, 1>(L)) return launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
   if (m > 8 && m <= 16 && bulk_fits<BITS, kWpt2, 2>(L))
     return launch_bulk<BITS, kWpt2, T, NAIVE, 2>(L, ws, wait);

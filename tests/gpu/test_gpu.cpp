@@ -867,6 +867,60 @@ TEST_CASE("gemv: NF4 where long slices of K are cut into short ones") {
   }
 }
 
+TEST_CASE(
+    "gemv: one row of int4 on the CUDA cores, where K ends inside a slab and the columns inside a range") {
+  // One row of X with fp16 int4 weights takes the CUDA-core form: warps own 256 rows of K (a slab),
+  // blocks as many warps as K has slabs (8, 16 or 32) and a range of column groups (4 channels each),
+  // as many groups a block as fill one wave.
+  // - 48x8320: K is 32.5 slabs, so the second row of blocks has one warp whose last two tiles lie past
+  //   K (those lanes multiply zeros), and the two rows of blocks meet in the workspace.
+  // - 64x2176: blocks of 16 warps, the ninth half past K, the others idle.
+  // - 16x384: one block of 8 warps, its second half past K.
+  // - 4240x1024: 1060 column groups; on a device of 132 multiprocessors with 4 blocks each, ranges of 3
+  //   groups, the last holding one.
+  // - 1024x8192: blocks of 32 warps, the whole K in each.
+  // Every group size the kernel reads (64, 128, one a channel), bias, activation and clamp in the
+  // epilogue, and the naive conversion beside the recipe's (the same products: equal up to the order
+  // in which the rows of blocks meet).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {48, 8320}, {64, 2176}, {16, 384}, {4240, 1024}, {1024, 8192}};
+  for (const auto& [n, k] : shapes) {
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + k), n, k);
+    for (const int group : {64, 128, static_cast<int>(k)}) {
+      const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, group});
+      gemv::Epilogue silu, clamp;
+      silu.act = gemv::Act::Silu;
+      clamp.act = gemv::Act::Relu;
+      clamp.clamp = true;
+      clamp.lo = -1.0f, clamp.hi = 0.5f;
+      for (const gemv::Epilogue& e : {gemv::Epilogue{}, silu, clamp}) {
+        const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, 1, n, k,
+                                                 static_cast<uint64_t>(n + group), e);
+        const auto yg = gpu->gemv(q, r);
+        const auto ref = test::reference(*cpu, q, r);
+        const double eg = gemv::compare(yg, ref, recipes::OutType::F16).rel_l2;
+        const double ec = gemv::compare(cpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
+        GemvRequest rn = r;
+        rn.path = gemv::Path::Naive;
+        const auto yn = gpu->gemv(q, rn);
+        size_t apart = 0;
+        for (size_t i = 0; i < yg.size(); ++i) {
+          const double a = gemv::act_to_f32(yg[i], recipes::OutType::F16);
+          const double b = gemv::act_to_f32(yn[i], recipes::OutType::F16);
+          if (std::abs(a - b) > 2 * 0x1p-10 * std::max(std::abs(a), std::abs(b)) + 1e-6) ++apart;
+        }
+        std::printf("int4 %lldx%lld g%d M=1 act %d clamp %d: rel err GPU %.2e CPU %.2e, naive apart %zu\n",
+                    static_cast<long long>(n), static_cast<long long>(k), group, static_cast<int>(e.act),
+                    static_cast<int>(e.clamp), eg, ec, apart);
+        CHECK(eg < 1e-3);
+        CHECK(apart == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores and on tensor cores") {
   // 8192x8192. Groups of 32 take the CUDA-core kernels (the tensor-core form needs groups of a
   // multiple of 64): 8 x 86 blocks, over two a multiprocessor on the lent devices, so one row of X
