@@ -1,0 +1,481 @@
+// Experiment (not part of the product): a W4A16 GEMV at one row of X on the CUDA cores, each lane
+// holding its own 32 values of X in registers for the whole kernel while its warp walks across
+// column groups of the mixed-GEMM layout. Asks whether plain 16-byte loads kept in flight by many
+// warps, with the conversion and the products done per lane, can stream the weights faster than
+// the product's copy-engine ring (72.9-73.2% of the copy at 28672x8192 / 8192x28672 on the H200).
+//
+// A warp owns 256 rows of K (a "slab"): lane l = 8 t + 2 c + h takes tile t (64 rows), channel c of
+// the column group and half h (32 rows) of that tile, which in the layout is one 16-byte piece, so a
+// warp's load is 512 contiguous bytes of one column group. X for those 32 rows is loaded once. Per
+// column group the lane converts its 4 words (the int4 magic-number recipe), multiplies them with X
+// in fp16 (HFMA2), adds up in fp32, and the lanes of a channel meet by shuffles with the group scale
+// applied; the 8 warps of a block (8 slabs) meet in shared memory, blocks by atomics (FIN 0), as the
+// product's finish_tile does (FIN 1) or in a cluster along K (FIN 2). The variants: loads only,
+// fp16 products added a word in fp32 or four words in fp16, and the tensor cores' diagonal
+// (lane_mma_gemv). Each is checked against float64 products of the same weights; the figures are in
+// notes/performance.md (forty-first session). The product's kernel grew from this one
+// (ft_lane_kernel in kernels/cuda/gemv.cu).
+//
+//   nvcc -O3 -arch=sm_90 -std=c++17 -I. -Inotes/experiments -o lane_gemv notes/experiments/lane_gemv.cu
+//   ./lane_gemv            (LANE_PROFILE=1: one launch of one variant a shape, for Nsight Compute)
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "kernels/layouts/ft.hpp"
+#include "timing.cuh"
+
+constexpr int kWarps = 8;  // slabs a block
+
+__device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));  // (a & b) | c
+  return d;
+}
+__device__ __forceinline__ uint4 ldw(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+__device__ __forceinline__ __half2 h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
+
+// The lane's 32 products as one fp32 sum. PREC 0: the four words' fp16 chains added pairwise in
+// fp16, one conversion; PREC 1: each word's chain converted and added in fp32.
+template <int PREC>
+__device__ __forceinline__ float lane_dot(uint4 v, const __half2 (&x)[16]) {
+  const __half2 k1032 = h2(0x64086408u), k16 = h2(0x2C002C00u), k72 = h2(0xD480D480u);
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+  __half2 acc[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t w8 = w[i] >> 8;
+    const __half2 q0 = __hsub2(h2(lop3_and_or(w[i], 0x000F000Fu, 0x64006400u)), k1032);     // rows 2i, 2i+1
+    const __half2 q1 = __hfma2(h2(lop3_and_or(w[i], 0x00F000F0u, 0x64006400u)), k16, k72);  // 8 + ...
+    const __half2 q2 = __hsub2(h2(lop3_and_or(w8, 0x000F000Fu, 0x64006400u)), k1032);       // 16 + ...
+    const __half2 q3 = __hfma2(h2(lop3_and_or(w8, 0x00F000F0u, 0x64006400u)), k16, k72);    // 24 + ...
+    __half2 a = __hmul2(q0, x[i]);
+    a = __hfma2(q1, x[4 + i], a);
+    a = __hfma2(q2, x[8 + i], a);
+    acc[i] = __hfma2(q3, x[12 + i], a);
+  }
+  if constexpr (PREC == 0) {
+    const float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
+    return f.x + f.y;
+  } else {
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = __half22float2(acc[i]);
+      s += f.x + f.y;
+    }
+    return s;
+  }
+}
+
+// grid (column-group blocks, K / (256 kWarps)); Y must be zero before (fp32 sums, atomics).
+// The walk across column groups: the lane's 16-byte piece and scale of each of `count` column
+// groups, kDepth loads in flight beyond the one being used, addresses advanced by increments.
+// body(piece, scale, j) for j = 0 .. count - 1; the main loop runs whole rounds of kDepth + 1
+// without checks, the last round checks each step.
+template <int kDepth, class Body>
+__device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half* sp, int count, Body body) {
+  uint4 buf[kDepth + 1];
+  __half sc[kDepth + 1];
+#pragma unroll
+  for (int d = 0; d < kDepth; ++d) {
+    if (d < count) buf[d] = ldw(p), sc[d] = *sp;
+    p += stride, sp += 4;
+  }
+  int j0 = 0;
+  for (; j0 + 2 * kDepth + 1 <= count; j0 += kDepth + 1) {
+#pragma unroll
+    for (int d = 0; d <= kDepth; ++d) {
+      const int slot = (d + kDepth) % (kDepth + 1);
+      buf[slot] = ldw(p), sc[slot] = *sp;
+      p += stride, sp += 4;
+      body(buf[d], sc[d], j0 + d);
+    }
+  }
+  for (; j0 < count; j0 += kDepth + 1) {
+#pragma unroll
+    for (int d = 0; d <= kDepth; ++d) {
+      const int slot = (d + kDepth) % (kDepth + 1);
+      if (j0 + d + kDepth < count) buf[slot] = ldw(p), sc[slot] = *sp;
+      p += stride, sp += 4;
+      if (j0 + d < count) body(buf[d], sc[d], j0 + d);
+    }
+  }
+}
+
+// Where the blocks of a column range meet (FIN 1 and 2) and the fp16 outputs they write.
+__device__ __half* g_yh;
+__device__ float* g_sums;         // zero between launches
+__device__ unsigned* g_counters;  // zero between launches
+
+// kDepth loads in flight a lane beyond the one being used; kMinBlocks sets the register cap.
+// FIN: how the blocks of a column range meet: 0 atomics into fp32 Y (timing only); 1 as the
+// product's finish_tile (atomics into a workspace, a fence, an arrival counter, the last block
+// writes fp16 Y and leaves the workspace zero); 2 a cluster along K, the partial sums read from the
+// other blocks' shared memory by the first (compute capability 9.0).
+template <int MODE, int kDepth, int kMinBlocks,
+          int FIN = 0>  // MODE 0, 1: compute with PREC MODE; 2: loads only
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
+    lane_gemv(const uint4* __restrict__ W, const __half2* __restrict__ X2, const __half* __restrict__ S,
+              float* __restrict__ Y, int N, int K, int cg_per_block) {
+  extern __shared__ float part[];  // [kWarps][cg_per_block * 4]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slab = blockIdx.y * kWarps + warp;
+  const int t = lane / 8, c = (lane / 2) % 4, h = lane % 2;
+  const int groups = N / 4;
+  const int cg0 = blockIdx.x * cg_per_block;
+  const int count = min(cg_per_block, groups - cg0);
+  const int k0 = slab * 256 + t * 64 + h * 32;
+  __half2 x[16];
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[4 * p + i] = X2[k0 / 2 + 4 * p + i];
+  }
+  const int g = slab * 2 + t / 2;                    // group of 128 rows
+  const size_t stride = static_cast<size_t>(K) / 8;  // uint4 a column group
+  const uint4* src = W + static_cast<size_t>(cg0) * stride + slab * 32 + lane;
+  const __half* scale = S + static_cast<size_t>(g) * N + 4 * cg0 + c;
+  unsigned xo = 0;
+  float* out = part + warp * cg_per_block * 4 + c;
+  walk<kDepth>(src, stride, scale, count, [&](uint4 v, __half sc, int j) {
+    if constexpr (MODE == 2) {
+      xo ^= v.x ^ v.y ^ v.z ^ v.w;
+    } else {
+      float s = lane_dot<MODE>(v, x);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
+      s *= __half2float(sc);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 16);
+      if (lane < 8 && h == 0) out[4 * j] = s;
+    }
+  });
+  if constexpr (MODE == 2) {
+    if (xo == 0x12345678u) sink = xo;
+    return;
+  }
+  __syncthreads();
+  if constexpr (FIN == 0) {
+    for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
+      atomicAdd(Y + 4 * cg0 + i, s);
+    }
+  } else if constexpr (FIN == 1) {
+    const auto sum = [&](int i) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
+      return s;
+    };
+    if (gridDim.y == 1) {
+      for (int i = threadIdx.x; i < count * 4; i += blockDim.x) g_yh[4 * cg0 + i] = __float2half(sum(i));
+      return;
+    }
+    for (int i = threadIdx.x; i < count * 4; i += blockDim.x) atomicAdd(g_sums + 4 * cg0 + i, sum(i));
+    __threadfence();
+    __syncthreads();
+    __shared__ int last;
+    if (threadIdx.x == 0) {
+      const unsigned before = atomicAdd(g_counters + blockIdx.x, 1u);
+      last = before + 1 == gridDim.y;
+      if (last) g_counters[blockIdx.x] = 0u;
+    }
+    __syncthreads();
+    if (last) {
+      __threadfence();
+      for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
+        const float v = __ldcg(g_sums + 4 * cg0 + i);
+        g_sums[4 * cg0 + i] = 0.0f;
+        g_yh[4 * cg0 + i] = __float2half(v);
+      }
+    }
+  } else {
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    float* red = part + kWarps * cg_per_block * 4;
+    for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
+      red[i] = s;
+    }
+    cluster.sync();
+    if (cluster.block_rank() == 0) {
+      const unsigned blocks = cluster.num_blocks();
+      for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
+        float s = 0.0f;
+        for (unsigned r = 0; r < blocks; ++r) s += cluster.map_shared_rank(red, r)[i];
+        g_yh[4 * cg0 + i] = __float2half(s);
+      }
+    }
+    cluster.sync();
+  }
+}
+
+// d = A B + c for m16n8k16 (fp16 in, fp32 out) with A's rows 8-15 zero: a0 holds (row g, columns
+// 2q, 2q + 1), a2 (row g, columns 2q + 8, 2q + 9); b0, b1 the same columns of B's column g.
+__device__ __forceinline__ void mma_rows8(float (&d)[4], uint32_t a0, uint32_t a2, uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+}
+
+// The same walk with the products on the tensor cores: lanes 4g .. 4g + 3 hold one channel c = g / 2
+// and one group a = g % 2 of the slab (4 pieces: 2 tiles x 2 halves), so row g of A is (c, a) and
+// column g of B holds the X of those same lanes; D[g][g] is the row's sum and the other 63 outputs
+// are not used. The words enter unbiased (1024 + q + 8 and 1024 + 16 (q + 8)), lo and hi pairs in
+// separate sums, and the row's constant (1032 sum x_lo + 72 sum x_hi) is taken off once a step.
+// ONE: one sum for the lo and hi pairs, the hi pairs' X divided by 16 once (the row's constant
+// then 1032 sum x_lo + 1152 sum (x_hi / 16), with X as rounded).
+template <int kDepth, int kMinBlocks, bool ONE = false>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
+    lane_mma_gemv(const uint4* __restrict__ W, const __half2* __restrict__ X2, const __half* __restrict__ S,
+                  float* __restrict__ Y, int N, int K, int cg_per_block) {
+  extern __shared__ float part[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slab = blockIdx.y * kWarps + warp;
+  const int g = lane / 4, q = lane % 4, c = g / 2, a = g % 2, t = 2 * a + q / 2, h = q % 2;
+  const int piece = 8 * t + 2 * c + h;
+  const int groups = N / 4;
+  const int cg0 = blockIdx.x * cg_per_block;
+  const int count = min(cg_per_block, groups - cg0);
+  const int k0 = slab * 256 + t * 64 + h * 32;
+  uint32_t x[16];
+  float corr = 0.0f;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      __half2 v = X2[k0 / 2 + 4 * p + i];
+      if (ONE && p % 2 == 1) v = __hmul2(v, __float2half2_rn(0.0625f));
+      x[4 * p + i] = *reinterpret_cast<const uint32_t*>(&v);
+      const float2 f = __half22float2(v);
+      corr += (p % 2 == 0 ? 1032.0f : (ONE ? 1152.0f : 72.0f)) * (f.x + f.y);
+    }
+  }
+  corr += __shfl_xor_sync(0xFFFFFFFFu, corr, 1);
+  corr += __shfl_xor_sync(0xFFFFFFFFu, corr, 2);
+  const size_t stride = static_cast<size_t>(K) / 8;
+  const uint4* src = W + static_cast<size_t>(cg0) * stride + slab * 32 + piece;
+  const __half* scale = S + static_cast<size_t>(slab * 2 + a) * N + 4 * cg0 + c;
+  float* out = part + warp * cg_per_block * 4 + c;
+  const bool writer = q == c && a == 0;
+  walk<kDepth>(src, stride, scale, count, [&](uint4 v, __half sc, int j) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    float r;
+    if constexpr (ONE) {
+      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t w8 = w[i] >> 8;
+        mma_rows8(d, lop3_and_or(w[i], 0x000F000Fu, 0x64006400u), lop3_and_or(w8, 0x000F000Fu, 0x64006400u),
+                  x[i], x[8 + i]);
+        mma_rows8(d, lop3_and_or(w[i], 0x00F000F0u, 0x64006400u), lop3_and_or(w8, 0x00F000F0u, 0x64006400u),
+                  x[4 + i], x[12 + i]);
+      }
+      r = (a ? d[1] : d[0]) - corr;
+    } else {
+      float dl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t w8 = w[i] >> 8;
+        mma_rows8(dl, lop3_and_or(w[i], 0x000F000Fu, 0x64006400u), lop3_and_or(w8, 0x000F000Fu, 0x64006400u),
+                  x[i], x[8 + i]);
+        mma_rows8(dh, lop3_and_or(w[i], 0x00F000F0u, 0x64006400u), lop3_and_or(w8, 0x00F000F0u, 0x64006400u),
+                  x[4 + i], x[12 + i]);
+      }
+      r = (a ? dl[1] : dl[0]) + (a ? dh[1] : dh[0]) * 0.0625f - corr;
+    }
+    r *= __half2float(sc);
+    r += __shfl_xor_sync(0xFFFFFFFFu, r, 4);  // rows 2c and 2c + 1: lanes 9c and 9c + 4
+    if (writer) out[4 * j] = r;
+  });
+  __syncthreads();
+  for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
+    atomicAdd(Y + 4 * cg0 + i, s);
+  }
+}
+
+struct Shape {
+  int n, k;
+};
+
+int main() {
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  Timer tm;
+  unsigned char* cbuf;
+  CK(cudaMalloc(&cbuf, size_t{1} << 30));
+  const double copy_us =
+      tm.median_us([&] { CK(cudaMemcpyAsync(cbuf, cbuf + (1 << 29), 1 << 29, cudaMemcpyDeviceToDevice)); });
+  const double copy_gbps = 2.0 * (1 << 29) / copy_us / 1e3;
+  CK(cudaFree(cbuf));
+  std::printf("%s, %d SMs; copy %.0f GB/s\n", prop.name, prop.multiProcessorCount, copy_gbps);
+  const dql::layouts::FtGeometry geo{4};
+  const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}, {4096, 4096}};
+  for (const Shape& sh : shapes) {
+    const int N = sh.n, K = sh.k, G = 128;
+    std::mt19937 rng(N + K);
+    std::vector<int8_t> q(size_t(N) * K);
+    std::vector<uint32_t> words(size_t(N) * K / 8, 0x88888888u);
+    for (int n = 0; n < N; ++n) {
+      for (int k = 0; k < K; ++k) {
+        const int v = static_cast<int>(rng() % 16) - 8;
+        q[size_t(n) * K + k] = static_cast<int8_t>(v);
+        const dql::layouts::FtPlace p = dql::layouts::ft_place(geo, n, k, K);
+        uint32_t& wd = words[p.word];
+        wd = (wd & ~(0xFu << (4 * p.slot))) | (uint32_t(v + 8) << (4 * p.slot));
+      }
+    }
+    std::vector<__half> s(size_t(K / G) * N), x(K);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto& v : s) v = __float2half(0.01f + 0.01f * float(rng() % 1000) / 1000.0f);
+    for (auto& v : x) v = __float2half(nd(rng));
+    // float64 references: the scale outside the sum (as the kernels take it) and the fp16-rounded
+    // dequantized weights (as the product's accuracy checks take it).
+    std::vector<double> ref(N), ref_w(N);
+    for (int n = 0; n < N; ++n) {
+      double a = 0, b = 0;
+      for (int g0 = 0; g0 < K / G; ++g0) {
+        const double sg = __half2float(s[size_t(g0) * N + n]);
+        double part = 0;
+        for (int k = g0 * G; k < (g0 + 1) * G; ++k) {
+          const double xv = __half2float(x[k]), qv = q[size_t(n) * K + k];
+          part += qv * xv;
+          b += double(__half2float(__float2half(float(qv * sg)))) * xv;
+        }
+        a += sg * part;
+      }
+      ref[n] = a, ref_w[n] = b;
+    }
+    uint4* dW;
+    __half *dS, *dX;
+    float* dY;
+    CK(cudaMalloc(&dW, words.size() * 4));
+    CK(cudaMalloc(&dS, s.size() * 2));
+    CK(cudaMalloc(&dX, x.size() * 2));
+    CK(cudaMalloc(&dY, size_t(N) * 4));
+    __half* dYh;
+    float* dSums;
+    unsigned* dCounters;
+    CK(cudaMalloc(&dYh, size_t(N) * 2));
+    CK(cudaMalloc(&dSums, size_t(N) * 4));
+    CK(cudaMalloc(&dCounters, size_t(N) * 4));
+    CK(cudaMemset(dSums, 0, size_t(N) * 4));
+    CK(cudaMemset(dCounters, 0, size_t(N) * 4));
+    CK(cudaMemcpyToSymbol(g_yh, &dYh, sizeof(dYh)));
+    CK(cudaMemcpyToSymbol(g_sums, &dSums, sizeof(dSums)));
+    CK(cudaMemcpyToSymbol(g_counters, &dCounters, sizeof(dCounters)));
+    CK(cudaMemcpy(dW, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dS, s.data(), s.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dX, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
+    const double bytes = double(words.size()) * 4 + s.size() * 2 + x.size() * 2 + N * 2.0;
+    std::printf("%dx%d: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
+    const auto run = [&](auto kernel, const char* name, bool check, int blocks_cap = 0, int fin = 0) {
+      // One wave: as many column groups a block as fill the multiprocessors' resident blocks.
+      // blocks_cap: shared memory asked for so that at most that many blocks fit a multiprocessor.
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+      const int groups = N / 4, ys = K / (256 * kWarps);
+      size_t smem = blocks_cap ? size_t(200 * 1024) / blocks_cap : size_t(kWarps) * 128 * 16;
+      int per = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kWarps * 32, smem));
+      const int xs_max = std::max(1, per * prop.multiProcessorCount / ys);
+      const int cgpb = (groups + xs_max - 1) / xs_max;
+      const dim3 grid((groups + cgpb - 1) / cgpb, ys);
+      if (!blocks_cap) smem = size_t(kWarps + 1) * cgpb * 4 * 4;
+      cudaLaunchConfig_t cfg = {};
+      cudaLaunchAttribute attr[1];
+      cfg.gridDim = grid;
+      cfg.blockDim = dim3(kWarps * 32);
+      cfg.dynamicSmemBytes = smem;
+      if (fin == 2) {
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 1;
+        attr[0].val.clusterDim.y = ys;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        int clusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || clusters == 0) {
+          cudaGetLastError();
+          std::printf("  %-34s clusters of %d blocks do not fit\n", name, ys);
+          return;
+        }
+      }
+      const auto launch = [&] {
+        CK(cudaLaunchKernelEx(&cfg, kernel, static_cast<const uint4*>(dW),
+                              reinterpret_cast<const __half2*>(dX), static_cast<const __half*>(dS), dY, N, K,
+                              cgpb));
+      };
+      std::vector<float> y(N);
+      if (check) {
+        CK(cudaMemset(dY, 0, size_t(N) * 4));
+        launch();
+        CK(cudaDeviceSynchronize());
+        if (fin == 0) {
+          CK(cudaMemcpy(y.data(), dY, size_t(N) * 4, cudaMemcpyDeviceToHost));
+        } else {
+          std::vector<__half> yh(N);
+          CK(cudaMemcpy(yh.data(), dYh, size_t(N) * 2, cudaMemcpyDeviceToHost));
+          for (int n = 0; n < N; ++n) y[n] = __half2float(yh[n]);
+        }
+      }
+      const double us = std::getenv("LANE_PROFILE") ? 0.0 : tm.median_us(launch);
+      std::printf("  %-34s %d blocks/SM %4u blocks %3d groups %8.2f us %6.1f%% of copy", name, per,
+                  grid.x * grid.y, cgpb, us, 100.0 * bytes / (us * 1e3) / copy_gbps);
+      if (check) {
+        double e = 0, r = 0, ew = 0, rw = 0;
+        for (int n = 0; n < N; ++n) {
+          // the output rounded to fp16, as the product writes it
+          const double yv = __half2float(__float2half(y[n]));
+          e += (yv - ref[n]) * (yv - ref[n]), r += ref[n] * ref[n];
+          ew += (yv - ref_w[n]) * (yv - ref_w[n]), rw += ref_w[n] * ref_w[n];
+        }
+        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", std::sqrt(e / r),
+                    std::sqrt(ew / rw));
+      }
+      std::printf("\n");
+    };
+    if (std::getenv("LANE_PROFILE")) {  // one launch each, for Nsight Compute
+      run(lane_gemv<1, 3, 4>, "fp32 a word, 3 ahead", true);
+      continue;
+    }
+    for (int round = 0; round < 2; ++round) {
+      const bool ck = round == 0;
+      run(lane_gemv<2, 3, 4>, "loads only, 3 ahead", false);
+      run(lane_gemv<1, 3, 4>, "fp32 a word, atomics into fp32 Y", ck);
+      run(lane_gemv<1, 3, 4, 1>, "fp32 a word, workspace meeting", ck, 0, 1);
+      run(lane_gemv<1, 3, 4, 2>, "fp32 a word, cluster meeting", ck, 0, 2);
+      run(lane_gemv<0, 3, 4, 2>, "fp16 pairs, cluster meeting", ck, 0, 2);
+      run(lane_mma_gemv<3, 3>, "tensor cores, 3 blocks, atomics", ck);
+    }
+    CK(cudaFree(dW));
+    CK(cudaFree(dS));
+    CK(cudaFree(dX));
+    CK(cudaFree(dY));
+    CK(cudaFree(dYh));
+    CK(cudaFree(dSums));
+    CK(cudaFree(dCounters));
+  }
+  return 0;
+}
