@@ -39,13 +39,6 @@ __device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t b, uint32_t
   asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));  // (a & b) | c
   return d;
 }
-__device__ __forceinline__ uint4 ldw(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 __device__ __forceinline__ __half2 h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
 
 // The lane's 32 products as one fp32 sum. PREC 0: the four words' fp16 chains added pairwise in
@@ -92,7 +85,7 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
   __half sc[kDepth + 1];
 #pragma unroll
   for (int d = 0; d < kDepth; ++d) {
-    if (d < count) buf[d] = ldw(p), sc[d] = *sp;
+    if (d < count) buf[d] = ldnc(p), sc[d] = *sp;
     p += stride, sp += 4;
   }
   int j0 = 0;
@@ -100,7 +93,7 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
 #pragma unroll
     for (int d = 0; d <= kDepth; ++d) {
       const int slot = (d + kDepth) % (kDepth + 1);
-      buf[slot] = ldw(p), sc[slot] = *sp;
+      buf[slot] = ldnc(p), sc[slot] = *sp;
       p += stride, sp += 4;
       body(buf[d], sc[d], j0 + d);
     }
@@ -109,7 +102,7 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
 #pragma unroll
     for (int d = 0; d <= kDepth; ++d) {
       const int slot = (d + kDepth) % (kDepth + 1);
-      if (j0 + d + kDepth < count) buf[slot] = ldw(p), sc[slot] = *sp;
+      if (j0 + d + kDepth < count) buf[slot] = ldnc(p), sc[slot] = *sp;
       p += stride, sp += 4;
       if (j0 + d < count) body(buf[d], sc[d], j0 + d);
     }
@@ -278,30 +271,23 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   const bool writer = q == c && a == 0;
   walk<kDepth>(src, stride, scale, count, [&](uint4 v, __half sc, int j) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-    float r;
-    if constexpr (ONE) {
-      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint32_t w8 = w[i] >> 8;
-        mma_rows8(d, lop3_and_or(w[i], 0x000F000Fu, 0x64006400u), lop3_and_or(w8, 0x000F000Fu, 0x64006400u),
-                  x[i], x[8 + i]);
-        mma_rows8(d, lop3_and_or(w[i], 0x00F000F0u, 0x64006400u), lop3_and_or(w8, 0x00F000F0u, 0x64006400u),
-                  x[4 + i], x[12 + i]);
+    float dl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float(&dhi)[4] = [&]() -> float(&)[4] {  // ONE: the hi pairs into the same sums
+      if constexpr (ONE) {
+        return dl;
+      } else {
+        return dh;
       }
-      r = (a ? d[1] : d[0]) - corr;
-    } else {
-      float dl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    }();
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint32_t w8 = w[i] >> 8;
-        mma_rows8(dl, lop3_and_or(w[i], 0x000F000Fu, 0x64006400u), lop3_and_or(w8, 0x000F000Fu, 0x64006400u),
-                  x[i], x[8 + i]);
-        mma_rows8(dh, lop3_and_or(w[i], 0x00F000F0u, 0x64006400u), lop3_and_or(w8, 0x00F000F0u, 0x64006400u),
-                  x[4 + i], x[12 + i]);
-      }
-      r = (a ? dl[1] : dl[0]) + (a ? dh[1] : dh[0]) * 0.0625f - corr;
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t w8 = w[i] >> 8;
+      mma_rows8(dl, lop3_and_or(w[i], 0x000F000Fu, 0x64006400u), lop3_and_or(w8, 0x000F000Fu, 0x64006400u),
+                x[i], x[8 + i]);
+      mma_rows8(dhi, lop3_and_or(w[i], 0x00F000F0u, 0x64006400u), lop3_and_or(w8, 0x00F000F0u, 0x64006400u),
+                x[4 + i], x[12 + i]);
     }
+    float r = ONE ? (a ? dl[1] : dl[0]) - corr : (a ? dl[1] : dl[0]) + (a ? dh[1] : dh[0]) * 0.0625f - corr;
     r *= __half2float(sc);
     r += __shfl_xor_sync(0xFFFFFFFFu, r, 4);  // rows 2c and 2c + 1: lanes 9c and 9c + 4
     if (writer) out[4 * j] = r;

@@ -20,14 +20,6 @@ constexpr int64_t kStream = 16384;  // bytes of one column group (K = 8192, int4
 constexpr int64_t kGroups = 28672 / 4;
 constexpr int64_t kBytes = kStream * kGroups;
 
-__device__ __forceinline__ uint4 ldnc(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 // Plain grid-stride read, U loads in flight per thread.
 template <int U>
 __global__ void lin_kernel(const uint4* p, int64_t n) {

@@ -22,6 +22,15 @@
 
 __device__ unsigned sink;  // keeps the reads of the read-only kernels alive
 
+// 16 bytes read once: through the read-only path without a place in L1.
+__device__ __forceinline__ uint4 ldnc(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // Reads n 16-byte chunks once, grid-stride. Streaming: evict-first loads (the data is not read
 // again); otherwise loads cached in L2, as the engine's flush does.
 template <bool Streaming>
