@@ -636,6 +636,60 @@ TEST_CASE("gemv split: NF4 cuts long slices into short ones up to 8 rows") {
 // the run holding its first unit, whose part ends its run); every other part stores into its own
 // slot, below the settler's count and the rule's bound, from a run launched before the settler's
 // (a higher run index: the blocks take the runs in reverse).
+TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps by K and ranges of column groups") {
+  // Warps a block: as many as K has slabs of 256 rows, 8 at least, 32 at most.
+  CHECK(gemv::lane_warps(128) == 8);
+  CHECK(gemv::lane_warps(2048) == 8);
+  CHECK(gemv::lane_warps(2176) == 16);
+  CHECK(gemv::lane_warps(4096) == 16);
+  CHECK(gemv::lane_warps(4352) == 32);
+  CHECK(gemv::lane_warps(8192) == 32);
+  CHECK(gemv::lane_warps(28672) == 32);
+  // The grids the H200 ran (132 multiprocessors; 4, 2 and 1 blocks of 8, 16 and 32 warps fit one).
+  const gemv::LaneGrid a = gemv::lane_grid(28672, 8192, 32, 132);
+  CHECK(a.rows == 1);
+  CHECK(a.per == 55);
+  CHECK(a.columns == 131);
+  CHECK(a.shared_bytes == 32 * 55 * 16);
+  const gemv::LaneGrid b = gemv::lane_grid(8192, 28672, 32, 132);
+  CHECK(b.rows == 4);  // the four rows of blocks meet in the workspace
+  CHECK(b.per == 63);
+  CHECK(b.columns == 33);
+  const gemv::LaneGrid c = gemv::lane_grid(4096, 4096, 16, 264);
+  CHECK(c.rows == 1);
+  CHECK(c.per == 4);
+  CHECK(c.columns == 256);
+  // An output layer of 128256 channels: ranges of 64 groups at most (32 KB of partial sums), so more
+  // than one wave.
+  const gemv::LaneGrid d = gemv::lane_grid(128256, 8192, 32, 132);
+  CHECK(d.per == 64);
+  CHECK(d.columns == 501);
+  CHECK(d.shared_bytes == gemv::kLanePartBytes);
+  // Every grid covers the column groups and K, and keeps its partial sums within the bound, for
+  // shapes from one column group to wide output layers and for every device size.
+  int64_t grids = 0;
+  for (int64_t n = 16; n <= 262144; n = n * 3 + 16) {
+    for (int64_t k = 128; k <= 65536; k = k * 2 + 128) {
+      for (const int64_t blocks_per_sm : {1, 2, 4}) {
+        for (const int64_t sms : {1, 46, 132, 144}) {
+          const int warps = gemv::lane_warps(k);
+          const gemv::LaneGrid g = gemv::lane_grid(n, k, warps, blocks_per_sm * sms);
+          const int64_t groups = n / 4;
+          REQUIRE(g.per >= 1);
+          REQUIRE(g.columns * g.per >= groups);
+          REQUIRE((g.columns - 1) * g.per < groups);
+          REQUIRE(g.rows * warps * gemv::kLaneSlab >= k);
+          REQUIRE((g.rows - 1) * warps * gemv::kLaneSlab < k);
+          REQUIRE(g.shared_bytes <= gemv::kLanePartBytes);
+          REQUIRE(g.shared_bytes == warps * g.per * 16);
+          ++grids;
+        }
+      }
+    }
+  }
+  CHECK(grids == 972);  // 9 N x 9 K x 3 x 4
+}
+
 TEST_CASE("gemv split: the persistent runs' parts of a tile meet in distinct slots, settled by one block") {
   int64_t walked = 0, refused = 0;
   for (int64_t per_tile : {2, 3, 4, 8, 16, 22, 56}) {

@@ -1251,7 +1251,6 @@ bool bulk_fits(const GemvLaunch& L) {
 // is accuracy: the products are rounded to fp16 (4 to a chain) before the fp32 sums, where the tensor
 // cores keep them exact.
 constexpr int kLaneAhead = 3;
-constexpr int kLanePartBytes = 48 * 1024;  // the warps' partial sums a block at most
 
 // A 16-byte piece of the weights, read once: through the read-only path without a place in L1.
 __device__ __forceinline__ uint4 load_piece(const uint4* p) {
@@ -1316,8 +1315,8 @@ __device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&x)[16]) {
   return s;
 }
 
-// grid (column ranges of `groups_per_block` column groups, K / (256 W) rounded up); dynamic shared
-// memory: W x groups_per_block x 4 floats. W warps a block, 32 warps a multiprocessor.
+// grid (column ranges of `groups_per_block` column groups, K / (256 W) rounded up: gemv::lane_grid);
+// dynamic shared memory: W x groups_per_block x 4 floats. W warps a block, 32 warps a multiprocessor.
 template <bool NAIVE, int W>
 __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block) {
   extern __shared__ float part[];
@@ -1365,7 +1364,7 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
 }
 
-// One wave where the column groups allow: as many groups a block as fill the resident blocks.
+// One wave where the column groups allow (gemv::lane_grid).
 template <bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const auto kernel = ft_lane_kernel<NAIVE, W>;
@@ -1374,25 +1373,20 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, W * 32, 0);
     return std::max(v, 1);
   }();
-  const int64_t groups = L.w.n / 4, ys = (L.w.k + W * 256 - 1) / (W * 256);
-  const int64_t columns = std::max<int64_t>(1, int64_t{fit} * L.sms / ys);  // column ranges in one wave
-  const int64_t most = kLanePartBytes / (W * 4 * static_cast<int64_t>(sizeof(float)));
-  const int64_t per = std::min<int64_t>(most, (groups + columns - 1) / columns);
-  const dim3 grid(static_cast<unsigned>((groups + per - 1) / per), static_cast<unsigned>(ys));
-  kernel<<<grid, W * 32, static_cast<size_t>(W * per * 4) * sizeof(float)>>>(ft_io(L, ws),
-                                                                             static_cast<int>(per));
+  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, int64_t{fit} * L.sms);
+  const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
+  kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per));
   return status("the one-row W4A16 kernel (CUDA cores)", wait);
 }
 
-// A block holds as many warps as K has slabs, up to 32 (8192 rows of K), so that up to there the whole
-// K of a column range meets in shared memory: a meeting in the workspace costs about 2 us
-// (notes/performance.md, session 41).
+// The warps a block by K (gemv::lane_warps).
 template <bool NAIVE>
 std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  const int64_t slabs = (L.w.k + 255) / 256;
-  if (slabs <= 8) return launch_lane_w<NAIVE, 8>(L, ws, wait);
-  if (slabs <= 16) return launch_lane_w<NAIVE, 16>(L, ws, wait);
-  return launch_lane_w<NAIVE, 32>(L, ws, wait);
+  switch (gemv::lane_warps(L.w.k)) {
+    case 8: return launch_lane_w<NAIVE, 8>(L, ws, wait);
+    case 16: return launch_lane_w<NAIVE, 16>(L, ws, wait);
+    default: return launch_lane_w<NAIVE, 32>(L, ws, wait);
+  }
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>

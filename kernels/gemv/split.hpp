@@ -221,4 +221,36 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
   return hopper_fit(m, ktiles / pair_runs >= kHopperPairLeastRun ? kHopperPairRows : kWideRows);
 }
 
+// One row of int4 on the CUDA cores (ft_lane_kernel): a warp owns a slab of 256 rows of K, a block
+// as many warps as K has slabs, 8, 16 or 32, so that up to K = 8192 a column range meets in shared
+// memory (a meeting in the workspace costs about 2 us on the H200, notes/performance.md, session 41).
+constexpr int64_t kLaneSlab = 256;
+inline int lane_warps(int64_t k) {
+  const int64_t slabs = (k + kLaneSlab - 1) / kLaneSlab;
+  return slabs <= 8 ? 8 : (slabs <= 16 ? 16 : 32);
+}
+
+// The partial sums a block keeps in shared memory (warps x groups x 4 floats) at most: well under the
+// 48 KB a launch may ask without opting in, beside the kernel's static shared memory.
+constexpr int64_t kLanePartBytes = 32 * 1024;
+
+// The grid: `rows` rows of blocks along K (K / (256 warps) rounded up) by `columns` ranges of
+// `per` column groups (4 channels each); as many groups a range as fill the `resident` blocks (blocks
+// a multiprocessor times multiprocessors) in one wave, unless the partial sums would pass
+// kLanePartBytes; the last range may hold fewer.
+struct LaneGrid {
+  int64_t rows, columns, per, shared_bytes;
+};
+inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
+  LaneGrid g{};
+  const int64_t groups = n / 4;
+  g.rows = (k + warps * kLaneSlab - 1) / (warps * kLaneSlab);
+  const int64_t ranges = std::max<int64_t>(1, resident / g.rows);
+  const int64_t most = kLanePartBytes / (warps * 4 * 4);
+  g.per = std::min<int64_t>(most, (groups + ranges - 1) / ranges);
+  g.columns = (groups + g.per - 1) / g.per;
+  g.shared_bytes = warps * g.per * 4 * 4;
+  return g;
+}
+
 }  // namespace dql::gemv
