@@ -667,7 +667,6 @@ TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps by K and ranges 
   CHECK(d.shared_bytes == gemv::kLanePartBytes);
   // Every grid covers the column groups and K, and keeps its partial sums within the bound, for
   // shapes from one column group to wide output layers and for every device size.
-  int64_t grids = 0;
   for (int64_t n = 16; n <= 262144; n = n * 3 + 16) {
     for (int64_t k = 128; k <= 65536; k = k * 2 + 128) {
       for (const int64_t blocks_per_sm : {1, 2, 4}) {
@@ -682,12 +681,10 @@ TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps by K and ranges 
           REQUIRE((g.rows - 1) * warps * gemv::kLaneSlab < k);
           REQUIRE(g.shared_bytes <= gemv::kLanePartBytes);
           REQUIRE(g.shared_bytes == warps * g.per * 16);
-          ++grids;
         }
       }
     }
   }
-  CHECK(grids == 972);  // 9 N x 9 K x 3 x 4
 }
 
 TEST_CASE("gemv split: the persistent runs' parts of a tile meet in distinct slots, settled by one block") {

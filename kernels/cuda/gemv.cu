@@ -947,8 +947,8 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
 #endif
 }
 
-// Blocks of `kernel` that fit on a multiprocessor with `smem` bytes of dynamic shared memory; the
-// caller keeps one Fit per kernel, so the runtime is asked once per ring size.
+// Blocks of `kernel` (`threads` a block) that fit on a multiprocessor with `smem` bytes of dynamic
+// shared memory; the caller keeps one Fit per kernel, so the runtime is asked once per ring size.
 struct Fit {
   std::mutex lock;
   std::map<size_t, int> per_sm;
@@ -959,7 +959,7 @@ struct Fit {
 // setting the limit to each new size would lower it under a larger one seen before, whose launch
 // the runtime then refuses (M = 8, then 1, then 8 again failed so).
 template <class Kernel>
-int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
+int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem, int threads = kSliceWarps * 32) {
   const std::lock_guard<std::mutex> hold(fit.lock);
   if (smem > fit.limit && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem)) == cudaSuccess) {
@@ -968,7 +968,7 @@ int bulk_blocks_per_sm(Fit& fit, Kernel kernel, size_t smem) {
   const auto it = fit.per_sm.find(smem);
   if (it != fit.per_sm.end()) return it->second;
   int v = 0;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, kSliceWarps * 32, smem);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, threads, smem);
   v = std::max(v, 1);
   fit.per_sm.emplace(smem, v);
   return v;
@@ -1322,13 +1322,14 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   extern __shared__ float part[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int t = lane / 8, c = lane / 2 % 4, h = lane % 2;
+  constexpr int64_t S = gemv::kLaneSlab;
   const int64_t slab = int64_t{blockIdx.y} * W + warp;
-  const int64_t k0 = slab * 256 + t * 64 + h * 32;
+  const int64_t k0 = slab * S + t * 64 + h * 32;
   const bool live = k0 < a.k;  // K a multiple of 128: a slab may end after its first two tiles
   const int64_t cg0 = int64_t{blockIdx.x} * groups_per_block;
   const int64_t left = a.n / 4 - cg0;
   const int groups = left < groups_per_block ? static_cast<int>(left) : groups_per_block;
-  const int count = slab * 256 < a.k ? groups : 0;
+  const int count = slab * S < a.k ? groups : 0;
   uint32_t x[16] = {};
   if (live) {
 #pragma unroll
@@ -1352,7 +1353,7 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
     if (lane < 8 && h == 0) out[4 * j] = d;
   });
   __syncthreads();
-  const int64_t slabs_left = (a.k - int64_t{blockIdx.y} * W * 256 + 255) / 256;
+  const int64_t slabs_left = (a.k - int64_t{blockIdx.y} * W * S + S - 1) / S;
   const int warps = slabs_left < W ? static_cast<int>(slabs_left) : W;
   const auto each = [&](auto fn) {
     for (int i = threadIdx.x; i < 4 * groups; i += blockDim.x) {
@@ -1368,12 +1369,9 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
 template <bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const auto kernel = ft_lane_kernel<NAIVE, W>;
-  static const int fit = [&] {  // blocks a multiprocessor holds (by registers: the shared memory is small)
-    int v = 0;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, kernel, W * 32, 0);
-    return std::max(v, 1);
-  }();
-  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, int64_t{fit} * L.sms);
+  static Fit fit;  // blocks a multiprocessor holds, by registers (the shared memory is small)
+  const gemv::LaneGrid g =
+      gemv::lane_grid(L.w.n, L.w.k, W, int64_t{bulk_blocks_per_sm(fit, kernel, 0, W * 32)} * L.sms);
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
   kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per));
   return status("the one-row W4A16 kernel (CUDA cores)", wait);

@@ -454,6 +454,7 @@ int main() {
       run(lane_gemv<1, 3, 4, 2>, "fp32 a word, cluster meeting", ck, 0, 2);
       run(lane_gemv<0, 3, 4, 2>, "fp16 pairs, cluster meeting", ck, 0, 2);
       run(lane_mma_gemv<3, 3>, "tensor cores, 3 blocks, atomics", ck);
+      run(lane_mma_gemv<3, 4, true>, "tensor one sum, atomics", ck);
     }
     CK(cudaFree(dW));
     CK(cudaFree(dS));
