@@ -885,6 +885,8 @@ TEST_CASE(
   // as many groups a block as fill one wave.
   // - 48x8320: K is 32.5 slabs, so the second row of blocks has one warp whose last two tiles lie past
   //   K (those lanes multiply zeros), and the two rows of blocks meet in the workspace.
+  // - 64x28672: 112 slabs, four rows of blocks meeting in the workspace, the last of 16 warps.
+  // - 32x65792: 257 slabs, nine rows of blocks, the last with one warp.
   // - 64x2176: blocks of 16 warps, the ninth half past K, the others idle.
   // - 16x384: one block of 8 warps, its second half past K.
   // - 4240x1024: 1060 column groups; on a device of 132 multiprocessors with 4 blocks each, ranges of 3
@@ -895,8 +897,8 @@ TEST_CASE(
   // in which the rows of blocks meet).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
-  const std::pair<int64_t, int64_t> shapes[] = {
-      {48, 8320}, {64, 2176}, {16, 384}, {4240, 1024}, {1024, 8192}};
+  const std::pair<int64_t, int64_t> shapes[] = {{48, 8320}, {64, 28672},  {32, 65792}, {64, 2176},
+                                                {16, 384},  {4240, 1024}, {1024, 8192}};
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + k), n, k);
     for (const int group : {64, 128, static_cast<int>(k)}) {
