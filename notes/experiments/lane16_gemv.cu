@@ -29,9 +29,8 @@
 #include <random>
 #include <vector>
 
+#include "ft_int4.cuh"
 #include "kernels/gemv/gemv.hpp"
-#include "kernels/layouts/ft.hpp"
-#include "timing.cuh"
 
 constexpr int kM = 16;
 
@@ -284,29 +283,15 @@ int main() {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, 0));
   Timer tm;
-  unsigned char* cbuf;
-  CK(cudaMalloc(&cbuf, size_t{1} << 30));
-  const double copy_us =
-      tm.median_us([&] { CK(cudaMemcpyAsync(cbuf, cbuf + (1 << 29), 1 << 29, cudaMemcpyDeviceToDevice)); });
-  const double copy_gbps = 2.0 * (1 << 29) / copy_us / 1e3;
-  CK(cudaFree(cbuf));
+  const double copy_gbps = measure_copy_gbps(tm);
   std::printf("%s, %d SMs; copy %.0f GB/s\n", prop.name, prop.multiProcessorCount, copy_gbps);
-  const dql::layouts::FtGeometry geo{4};
   const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}};
   for (const Shape& sh : shapes) {
     const int N = sh.n, K = sh.k, G = 128;
     std::mt19937 rng(N + K);
-    std::vector<int8_t> q(size_t(N) * K);
-    std::vector<uint32_t> words(size_t(N) * K / 8, 0x88888888u);
-    for (int n = 0; n < N; ++n) {
-      for (int k = 0; k < K; ++k) {
-        const int v = static_cast<int>(rng() % 16) - 8;
-        q[size_t(n) * K + k] = static_cast<int8_t>(v);
-        const dql::layouts::FtPlace pl = dql::layouts::ft_place(geo, n, k, K);
-        uint32_t& wd = words[pl.word];
-        wd = (wd & ~(0xFu << (4 * pl.slot))) | (uint32_t(v + 8) << (4 * pl.slot));
-      }
-    }
+    std::vector<int8_t> q;
+    std::vector<uint32_t> words;
+    random_ft_int4(N, K, rng, q, words);
     std::vector<__half> s(size_t(K / G) * N), x(size_t(kM) * K);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     for (auto& v : s) v = __float2half(0.01f + 0.01f * float(rng() % 1000) / 1000.0f);
