@@ -631,11 +631,6 @@ TEST_CASE("gemv split: NF4 cuts long slices into short ones up to 8 rows") {
   }
 }
 
-// Where the persistent grid's runs meet in slots (ft_bulk_kernel with RUNS), walked as the kernel
-// walks them: every tile is written by exactly one block (the one with the whole tile, or the settler:
-// the run holding its first unit, whose part ends its run); every other part stores into its own
-// slot, below the settler's count and the rule's bound, from a run launched before the settler's
-// (a higher run index: the blocks take the runs in reverse).
 TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps by K and ranges of column groups") {
   // Warps a block: as many as K has slabs of 256 rows, 8 at least, 32 at most.
   CHECK(gemv::lane_warps(128) == 8);
@@ -687,6 +682,11 @@ TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps by K and ranges 
   }
 }
 
+// Where the persistent grid's runs meet in slots (ft_bulk_kernel with RUNS), walked as the kernel
+// walks them: every tile is written by exactly one block (the one with the whole tile, or the settler:
+// the run holding its first unit, whose part ends its run); every other part stores into its own
+// slot, below the settler's count and the rule's bound, from a run launched before the settler's
+// (a higher run index: the blocks take the runs in reverse).
 TEST_CASE("gemv split: the persistent runs' parts of a tile meet in distinct slots, settled by one block") {
   int64_t walked = 0, refused = 0;
   for (int64_t per_tile : {2, 3, 4, 8, 16, 22, 56}) {

@@ -1369,9 +1369,12 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
 template <bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const auto kernel = ft_lane_kernel<NAIVE, W>;
-  static Fit fit;  // blocks a multiprocessor holds, by registers (the shared memory is small)
-  const gemv::LaneGrid g =
-      gemv::lane_grid(L.w.n, L.w.k, W, int64_t{bulk_blocks_per_sm(fit, kernel, 0, W * 32)} * L.sms);
+  // Blocks a multiprocessor holds, asked with the most partial sums a block keeps, so that the grid
+  // lane_grid sizes for one wave is one wave on devices whose shared memory, not their registers, sets
+  // the count (on the H200 the registers do: 4, 2 and 1 blocks of 8, 16 and 32 warps either way).
+  static Fit fit;
+  const int per_sm = bulk_blocks_per_sm(fit, kernel, static_cast<size_t>(gemv::kLanePartBytes), W * 32);
+  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, int64_t{per_sm} * L.sms);
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
   kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per));
   return status("the one-row W4A16 kernel (CUDA cores)", wait);

@@ -43,10 +43,6 @@ __device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __half* g_yh;          // [16][N]
-__device__ float* g_sums;         // [16][N], zero between launches
-__device__ unsigned* g_counters;  // zero between launches
-
 // W warps a block, SG groups of 128 rows a warp, AHEAD steps of loads in flight beyond the one in use,
 // R steps a round of the shared-memory meeting. MODE 0: the product; 1: loads only; 2: no meeting
 // (the sums folded into a sink); 3: the words straight into the mma, no conversion (wrong values: to
@@ -58,6 +54,7 @@ template <int W, int SG, int AHEAD, int R, int MINB, int FIN, int MODE = 0, int 
 __global__ void __launch_bounds__(W * 32, MINB)
     lane16(const uint4* __restrict__ Wq, const __half* __restrict__ X, const __half* __restrict__ S,
            float* __restrict__ Y, int N, int K, int G, int pairs_per_block) {
+  static_assert(NB == 0 || FIN == 0, "the last warp of a round adds into fp32 Y only");
   extern __shared__ float4 part[];  // [NB or 2][R][W][32]
   __shared__ int arrived[NB > 0 ? NB : 1];
   __shared__ volatile int reduced[NB > 0 ? NB : 1];  // rounds added up, by buffer
@@ -253,25 +250,10 @@ __global__ void __launch_bounds__(W * 32, MINB)
   }
   if constexpr (FIN == 1) {
     if (gridDim.y == 1) return;
-    __threadfence();
-    __syncthreads();
-    __shared__ int last;
-    if (threadIdx.x == 0) {
-      const unsigned before = atomicAdd(g_counters + blockIdx.x, 1u);
-      last = before + 1 == gridDim.y;
-      if (last) g_counters[blockIdx.x] = 0u;
-    }
-    __syncthreads();
-    if (last) {
-      __threadfence();
-      for (int i = threadIdx.x; i < count * 8 * kM; i += blockDim.x) {
-        const int tok = i / (count * 8);
-        const int64_t at = tok * int64_t{N} + 8 * int64_t{pair0} + i % (count * 8);
-        const float v = __ldcg(g_sums + at);
-        g_sums[at] = 0.0f;
-        g_yh[at] = __float2half(v);
-      }
-    }
+    settle_range(blockIdx.x, count * 8 * kM, [&](int i) {
+      const int tok = i / (count * 8);
+      return tok * int64_t{N} + 8 * int64_t{pair0} + i % (count * 8);
+    });
   }
 }
 

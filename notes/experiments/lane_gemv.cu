@@ -108,11 +108,6 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
   }
 }
 
-// Where the blocks of a column range meet (FIN 1 and 2) and the fp16 outputs they write.
-__device__ __half* g_yh;
-__device__ float* g_sums;         // zero between launches
-__device__ unsigned* g_counters;  // zero between launches
-
 // kDepth loads in flight a lane beyond the one being used; kMinBlocks sets the register cap.
 // FIN: how the blocks of a column range meet: 0 atomics into fp32 Y (timing only); 1 as the
 // product's finish_tile (atomics into a workspace, a fence, an arrival counter, the last block
@@ -179,23 +174,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
       return;
     }
     for (int i = threadIdx.x; i < count * 4; i += blockDim.x) atomicAdd(g_sums + 4 * cg0 + i, sum(i));
-    __threadfence();
-    __syncthreads();
-    __shared__ int last;
-    if (threadIdx.x == 0) {
-      const unsigned before = atomicAdd(g_counters + blockIdx.x, 1u);
-      last = before + 1 == gridDim.y;
-      if (last) g_counters[blockIdx.x] = 0u;
-    }
-    __syncthreads();
-    if (last) {
-      __threadfence();
-      for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
-        const float v = __ldcg(g_sums + 4 * cg0 + i);
-        g_sums[4 * cg0 + i] = 0.0f;
-        g_yh[4 * cg0 + i] = __float2half(v);
-      }
-    }
+    settle_range(blockIdx.x, count * 4, [&](int i) { return int64_t{4} * cg0 + i; });
   } else {
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
