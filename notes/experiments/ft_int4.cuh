@@ -40,6 +40,45 @@ inline void random_ft_int4(int N, int K, std::mt19937& rng, std::vector<int8_t>&
   }
 }
 
+// The sixteen-row experiments' problem: N x K int4 weights in groups of G (the values q and the
+// layout's words), fp16 scales [K / G][N] in 0.01 .. 0.02, `rows` rows of fp16 X [rows][K] from a normal
+// distribution (xf: the same as float), and the float64 products with each group's scale outside its
+// sum (ref[t N + n]; OpenMP where the program is built with it).
+struct Int4Problem {
+  std::vector<int8_t> q;
+  std::vector<uint32_t> words;
+  std::vector<__half> s, x;
+  std::vector<float> xf;
+  std::vector<double> ref;
+};
+inline Int4Problem int4_problem(int rows, int N, int K, int G) {
+  Int4Problem p;
+  std::mt19937 rng(N + K);
+  random_ft_int4(N, K, rng, p.q, p.words);
+  p.s.resize(size_t(K / G) * N);
+  p.x.resize(size_t(rows) * K);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : p.s) v = __float2half(0.01f + 0.01f * float(rng() % 1000) / 1000.0f);
+  for (auto& v : p.x) v = __float2half(nd(rng));
+  p.xf.resize(p.x.size());
+  for (size_t i = 0; i < p.x.size(); ++i) p.xf[i] = __half2float(p.x[i]);
+  p.ref.assign(size_t(rows) * N, 0.0);
+#pragma omp parallel for
+  for (int n = 0; n < N; ++n) {
+    for (int t = 0; t < rows; ++t) {
+      double a = 0;
+      for (int g0 = 0; g0 < K / G; ++g0) {
+        double part = 0;
+        for (int k = g0 * G; k < (g0 + 1) * G; ++k)
+          part += double(p.q[size_t(n) * K + k]) * p.xf[size_t(t) * K + k];
+        a += double(__half2float(p.s[size_t(g0) * N + n])) * part;
+      }
+      p.ref[size_t(t) * N + n] = a;
+    }
+  }
+  return p;
+}
+
 // Where the blocks of a column range meet: fp32 partial sums and one arrival counter per range (both
 // zero between launches), and the fp16 outputs.
 __device__ __half* g_yh;

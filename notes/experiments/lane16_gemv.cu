@@ -270,31 +270,10 @@ int main() {
   const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}};
   for (const Shape& sh : shapes) {
     const int N = sh.n, K = sh.k, G = 128;
-    std::mt19937 rng(N + K);
-    std::vector<int8_t> q;
-    std::vector<uint32_t> words;
-    random_ft_int4(N, K, rng, q, words);
-    std::vector<__half> s(size_t(K / G) * N), x(size_t(kM) * K);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (auto& v : s) v = __float2half(0.01f + 0.01f * float(rng() % 1000) / 1000.0f);
-    for (auto& v : x) v = __float2half(nd(rng));
-    std::vector<float> xf(x.size());
-    for (size_t i = 0; i < x.size(); ++i) xf[i] = __half2float(x[i]);
-    // float64 reference, the scale outside each group's sum
-    std::vector<double> ref(size_t(kM) * N);
-#pragma omp parallel for
-    for (int n = 0; n < N; ++n) {
-      for (int t = 0; t < kM; ++t) {
-        double a = 0;
-        for (int g0 = 0; g0 < K / G; ++g0) {
-          double part = 0;
-          for (int k = g0 * G; k < (g0 + 1) * G; ++k)
-            part += double(q[size_t(n) * K + k]) * xf[size_t(t) * K + k];
-          a += double(__half2float(s[size_t(g0) * N + n])) * part;
-        }
-        ref[size_t(t) * N + n] = a;
-      }
-    }
+    const Int4Problem pb = int4_problem(kM, N, K, G);
+    const std::vector<uint32_t>& words = pb.words;
+    const std::vector<__half>&s = pb.s, &x = pb.x;
+    const std::vector<double>& ref = pb.ref;
     uint4* dW;
     __half *dS, *dX;
     float* dY;
