@@ -11,10 +11,11 @@
 // in fp16 (HFMA2), adds up in fp32, and the lanes of a channel meet by shuffles with the group scale
 // applied; the 8 warps of a block (8 slabs) meet in shared memory, blocks by atomics (FIN 0), as the
 // product's finish_tile does (FIN 1) or in a cluster along K (FIN 2). The variants: loads only,
-// fp16 products added a word in fp32 or four words in fp16, and the tensor cores' diagonal
-// (lane_mma_gemv). Each is checked against float64 products of the same weights; the figures are in
-// notes/performance.md (forty-first session). The product's kernel grew from this one
-// (ft_lane_kernel in kernels/cuda/gemv.cu).
+// fp16 products added a word in fp32 or four words in fp16, the scales taken where the warps meet
+// instead of a step at a time (MODE 3), and the tensor cores' diagonal (lane_mma_gemv). Each is
+// checked against float64 products of the same weights; the figures are in notes/performance.md
+// (forty-first and forty-third sessions). The product's kernel grew from this one (ft_lane_kernel in
+// kernels/cuda/gemv.cu). TIMER_HOLD=1 times everything behind the bench engine's stream hold.
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -I. -Inotes/experiments -o lane_gemv notes/experiments/lane_gemv.cu
 //   ./lane_gemv            (LANE_PROFILE=1: one launch of one variant a shape, for Nsight Compute)
@@ -62,10 +63,14 @@ __device__ __forceinline__ float lane_dot(uint4 v, const __half2 (&x)[16]) {
   if constexpr (PREC == 0) {
     const float2 f = __half22float2(__hadd2(__hadd2(acc[0], acc[1]), __hadd2(acc[2], acc[3])));
     return f.x + f.y;
-  } else {
+  } else {  // PREC 2: the same sums without the add to zero that starts them (-0 keeps it there)
     float s = 0.0f;
+    if constexpr (PREC == 2) {
+      const float2 f = __half22float2(acc[0]);
+      s = f.x + f.y;
+    }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int i = PREC == 2 ? 1 : 0; i < 4; ++i) {
       const float2 f = __half22float2(acc[i]);
       s += f.x + f.y;
     }
@@ -78,13 +83,17 @@ __device__ __forceinline__ float lane_dot(uint4 v, const __half2 (&x)[16]) {
 // groups, kDepth loads in flight beyond the one being used, addresses advanced by increments.
 // body(piece, scale, j) for j = 0 .. count - 1; the main loop runs whole rounds of kDepth + 1
 // without checks, the last round checks each step.
-template <int kDepth, class Body>
+// SC false: no scales read (the body gets zero).
+template <int kDepth, class Body, bool SC = true>
 __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half* sp, int count, Body body) {
   uint4 buf[kDepth + 1];
-  __half sc[kDepth + 1];
+  __half sc[kDepth + 1] = {};
 #pragma unroll
   for (int d = 0; d < kDepth; ++d) {
-    if (d < count) buf[d] = ldnc(p), sc[d] = *sp;
+    if (d < count) {
+      buf[d] = ldnc(p);
+      if constexpr (SC) sc[d] = *sp;
+    }
     p += stride, sp += 4;
   }
   int j0 = 0;
@@ -92,7 +101,8 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
 #pragma unroll
     for (int d = 0; d <= kDepth; ++d) {
       const int slot = (d + kDepth) % (kDepth + 1);
-      buf[slot] = ldnc(p), sc[slot] = *sp;
+      buf[slot] = ldnc(p);
+      if constexpr (SC) sc[slot] = *sp;
       p += stride, sp += 4;
       body(buf[d], sc[d], j0 + d);
     }
@@ -101,7 +111,10 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
 #pragma unroll
     for (int d = 0; d <= kDepth; ++d) {
       const int slot = (d + kDepth) % (kDepth + 1);
-      if (j0 + d + kDepth < count) buf[slot] = ldnc(p), sc[slot] = *sp;
+      if (j0 + d + kDepth < count) {
+        buf[slot] = ldnc(p);
+        if constexpr (SC) sc[slot] = *sp;
+      }
       p += stride, sp += 4;
       if (j0 + d < count) body(buf[d], sc[d], j0 + d);
     }
@@ -113,8 +126,11 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
 // product's finish_tile (atomics into a workspace, a fence, an arrival counter, the last block
 // writes fp16 Y and leaves the workspace zero); 2 a cluster along K, the partial sums read from the
 // other blocks' shared memory by the first (compute capability 9.0).
+// MODE 3: as 1 (fp32 a word, no add to zero), the scales left to the meeting: the walk reads none, the
+// lanes of a group of 128 rows meet by two shuffles and its two groups' sums of a channel go to shared
+// memory apart, to take their scales where the warps meet (FIN 0 only).
 template <int MODE, int kDepth, int kMinBlocks,
-          int FIN = 0>  // MODE 0, 1: compute with PREC MODE; 2: loads only
+          int FIN = 0>  // MODE 0, 1: compute with PREC MODE; 2: loads only; 3: above
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
     lane_gemv(const uint4* __restrict__ W, const __half2* __restrict__ X2, const __half* __restrict__ S,
               float* __restrict__ Y, int N, int K, int cg_per_block) {
@@ -138,9 +154,16 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   const __half* scale = S + static_cast<size_t>(g) * N + 4 * cg0 + c;
   unsigned xo = 0;
   float* out = part + warp * cg_per_block * 4 + c;
-  walk<kDepth>(src, stride, scale, count, [&](uint4 v, __half sc, int j) {
+  static_assert(MODE != 3 || FIN == 0);
+  float* out2 = part + warp * cg_per_block * 8 + 2 * c + t / 2;
+  const auto body = [&](uint4 v, __half sc, int j) {
     if constexpr (MODE == 2) {
       xo ^= v.x ^ v.y ^ v.z ^ v.w;
+    } else if constexpr (MODE == 3) {
+      float s = lane_dot<2>(v, x);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
+      if ((lane & 9) == 0) out2[8 * j] = s;
     } else {
       float s = lane_dot<MODE>(v, x);
       s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
@@ -149,13 +172,27 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
       s += __shfl_xor_sync(0xFFFFFFFFu, s, 16);
       if (lane < 8 && h == 0) out[4 * j] = s;
     }
-  });
+  };
+  walk<kDepth, decltype(body), MODE != 3>(src, stride, scale, count, body);
   if constexpr (MODE == 2) {
     if (xo == 0x12345678u) sink = xo;
     return;
   }
   __syncthreads();
-  if constexpr (FIN == 0) {
+  if constexpr (MODE == 3) {
+    for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
+      float s = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const int sl = blockIdx.y * kWarps + w;
+#pragma unroll
+        for (int gg = 0; gg < 2; ++gg)
+          s += part[(w * cg_per_block * 4 + i) * 2 + gg] *
+               __half2float(S[size_t(2 * sl + gg) * N + 4 * cg0 + i]);
+      }
+      atomicAdd(Y + 4 * cg0 + i, s);
+    }
+  } else if constexpr (FIN == 0) {
     for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
       float s = 0.0f;
 #pragma unroll
@@ -250,13 +287,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   walk<kDepth>(src, stride, scale, count, [&](uint4 v, __half sc, int j) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     float dl[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dh[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    float(&dhi)[4] = [&]() -> float(&)[4] {  // ONE: the hi pairs into the same sums
-      if constexpr (ONE) {
-        return dl;
-      } else {
-        return dh;
-      }
-    }();
+    float(&dhi)[4] = *(ONE ? &dl : &dh);  // ONE: the hi pairs into the same sums
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t w8 = w[i] >> 8;
@@ -351,7 +382,7 @@ int main() {
       const int xs_max = std::max(1, per * prop.multiProcessorCount / ys);
       const int cgpb = (groups + xs_max - 1) / xs_max;
       const dim3 grid((groups + cgpb - 1) / cgpb, ys);
-      if (!blocks_cap) smem = size_t(kWarps + 1) * cgpb * 4 * 4;
+      if (!blocks_cap) smem = size_t(2 * kWarps + 1) * cgpb * 4 * 4;  // room for MODE 3's two groups
       cudaLaunchConfig_t cfg = {};
       cudaLaunchAttribute attr[1];
       cfg.gridDim = grid;
@@ -413,6 +444,7 @@ int main() {
     for (int round = 0; round < 2; ++round) {
       const bool ck = round == 0;
       run(lane_gemv<2, 3, 4>, "loads only, 3 ahead", false);
+      run(lane_gemv<3, 3, 4>, "fp32 a word, scales where warps meet", ck);
       run(lane_gemv<1, 3, 4>, "fp32 a word, atomics into fp32 Y", ck);
       run(lane_gemv<1, 3, 4, 1>, "fp32 a word, workspace meeting", ck, 0, 1);
       run(lane_gemv<1, 3, 4, 2>, "fp32 a word, cluster meeting", ck, 0, 2);

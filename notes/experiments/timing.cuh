@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,15 +44,33 @@ __global__ void read_all(const uint4* p, size_t n) {
   if (acc == 0x12345678u) sink = acc;
 }
 
+// The bench engine's stream hold: one thread spins on a flag in mapped host memory (with a
+// deadline) while the events and the timed work are queued behind it.
+__global__ void hold_spin(volatile uint32_t* flag, uint64_t timeout_ns) {
+  uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  while (*flag == 0u) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start > timeout_ns) return;
+    __nanosleep(500);
+  }
+}
+
 // The flush the bench engine uses: read a buffer four times the L2's size, so the L2 holds clean
 // lines. Writing the buffer instead (cudaMemsetAsync, `dirty`) leaves dirty lines whose
-// write-back lands inside the timed kernel.
+// write-back lands inside the timed kernel. `hold`: the events and the work queued behind the
+// bench engine's stream hold (set by TIMER_HOLD=1 in the environment).
 struct Timer {
   void* flush;
   size_t flush_bytes;
   bool dirty = false;
+  bool hold = std::getenv("TIMER_HOLD") != nullptr;
+  uint32_t* hold_host = nullptr;
+  uint32_t* hold_dev = nullptr;
   cudaEvent_t a, b;
   Timer() {
+    CK(cudaHostAlloc(reinterpret_cast<void**>(&hold_host), 4, cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&hold_dev), hold_host, 0));
     int l2 = 0;
     CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
     flush_bytes = size_t(l2) * 4;
@@ -68,9 +87,18 @@ struct Timer {
         CK(cudaMemsetAsync(flush, i, flush_bytes));
       else
         read_all<false><<<1024, 256>>>(static_cast<const uint4*>(flush), flush_bytes / 16);
+      if (hold) {
+        *reinterpret_cast<volatile uint32_t*>(hold_host) = 0u;
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        hold_spin<<<1, 1>>>(hold_dev, 1000000000ull);
+      }
       CK(cudaEventRecord(a));
       f();
       CK(cudaEventRecord(b));
+      if (hold) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        *reinterpret_cast<volatile uint32_t*>(hold_host) = 1u;
+      }
       CK(cudaEventSynchronize(b));
       CK(cudaGetLastError());
       float ms = 0;
