@@ -16,7 +16,8 @@
 //
 // K is cut into runs of KR rows (X of a run fits in shared memory); the warpgroups of a run share its
 // (64-channel tile, step) pairs in order, an equal run each (stream-K), and add their sums into fp32 Y
-// at the end of a tile or of their share (atomics: timing and checking only). The figures are in
+// at the end of a tile or of their share (atomics: timing and checking only). wg16t instead takes the
+// scales in the operands and keeps one set of sums a tile in the tensor cores. The figures are in
 // notes/performance.md (forty-third session).
 //
 //   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++20 -Xcompiler -fopenmp -I. \
@@ -90,12 +91,13 @@ __device__ __forceinline__ int xoff(int t, int kk) {
 // X of a run (rows k0 .. k0 + KR) in the walk's order into the block's shared memory (the high pairs
 // divided by 16), and each token's constant a step: a thread takes 8 rows of one token a time, a
 // half-warp the 128 rows of one token's step (whose constant it adds up).
+// UNBIASED false: X as it is and no constants (for words converted to q - 8 and scaled in the operand).
+template <bool UNBIASED = true, int kBatch = 8>
 __device__ __forceinline__ void stage_x(unsigned char* smem, float* corr, const __half* __restrict__ X, int K,
                                         int k0, int KR) {
   // KR / 8 is a power of two and kM KR / 8 a multiple of kBatch times the block's threads (the host
   // checks), so that no lane leaves the loop early and no division is needed
   const int tid = threadIdx.x, lane = tid % 32, lg = __ffs(KR / 8) - 1;
-  constexpr int kBatch = 8;
   for (int idx0 = tid; idx0 < kM * (KR / 8); idx0 += kBatch * blockDim.x) {
     uint4 v[kBatch];
 #pragma unroll
@@ -113,16 +115,18 @@ __device__ __forceinline__ void stage_x(unsigned char* smem, float* corr, const 
 #pragma unroll
       for (int i = 0; i < 4; ++i) {  // rows 2 i, 2 i + 1 of the 8: pair p of word i
         __half2 h = *reinterpret_cast<const __half2*>(&w[i]);
-        if (p % 2) h = __hmul2(h, __float2half2_rn(0.0625f));
+        if (UNBIASED && p % 2) h = __hmul2(h, __float2half2_rn(0.0625f));
         const float2 f = __half22float2(h);
         sum += f.x + f.y;
         const int c = 2 * i + p / 2, kk = 16 * (c % 4) + (p % 2) * 8 + 2 * q;
         *reinterpret_cast<__half2*>(smem + (2 * st + c / 4) * 2048 + xoff(t, kk)) = h;
       }
-      sum *= p % 2 ? 1152.0f : 1032.0f;
+      if constexpr (UNBIASED) {
+        sum *= p % 2 ? 1152.0f : 1032.0f;
 #pragma unroll
-      for (int o = 1; o < 16; o *= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-      if (lane % 16 == 0) corr[st * kM + t] = sum;
+        for (int o = 1; o < 16; o *= 2) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+        if (lane % 16 == 0) corr[st * kM + t] = sum;
+      }
     }
   }
 }
@@ -313,6 +317,122 @@ __global__ void __launch_bounds__(WG * 128, 1)
   if (xo == 0x12345678u) sink = xo;
 }
 
+// The same product with the scales in the operands, so that the sums never leave the tensor cores
+// inside a tile: each word converted to q - 8 exactly (the recipe's subtraction and fused multiply-add)
+// and multiplied by its channel's scale in fp16 (q s rounded once, as the Hopper GEMM does), one set of
+// sums over a tile's run of K, read only at the tile's end (ptxas then needs no waits of its own), two
+// sets of fragments so that a step's products run while the next step is converted. Runs of KR rows,
+// whole 64-channel tiles a warpgroup (the host picks runs that share them evenly), AHEAD steps of loads
+// in flight (AHEAD + 1 divides the steps of a run).
+__device__ __forceinline__ uint32_t scaled_lo(uint32_t w, uint32_t s2) {
+  const __half2 h = __hsub2(*reinterpret_cast<const __half2*>(&w),
+                            __half2(__ushort_as_half(0x6408), __ushort_as_half(0x6408)));
+  const __half2 r = __hmul2(h, *reinterpret_cast<const __half2*>(&s2));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+__device__ __forceinline__ uint32_t scaled_hi(uint32_t w, uint32_t s2) {
+  const __half2 h = __hfma2(*reinterpret_cast<const __half2*>(&w),
+                            __half2(__ushort_as_half(0x2C00), __ushort_as_half(0x2C00)),
+                            __half2(__ushort_as_half(0xD480), __ushort_as_half(0xD480)));
+  const __half2 r = __hmul2(h, *reinterpret_cast<const __half2*>(&s2));
+  return *reinterpret_cast<const uint32_t*>(&r);
+}
+template <int AHEAD, int STEPS>
+__global__ void __launch_bounds__(512, 1)
+    wg16t(const uint4* __restrict__ Wq, const __half* __restrict__ X, const __half* __restrict__ S,
+          float* __restrict__ Y, int N, int K, int runs, int KR) {
+  constexpr int R = AHEAD + 1;
+  static_assert(STEPS % R == 0 && STEPS % 2 == 0, "the ring's slots and the fragment sets repeat each tile");
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const int run = blockIdx.x % runs, bir = blockIdx.x / runs, bpr = gridDim.x / runs;
+  const int k0 = run * KR;
+  const int tid = threadIdx.x;
+  const int wgi = bir * 4 + tid / 128, nwg = bpr * 4;
+  const int warp = (tid / 32) % 4, lane = tid % 32, g = lane / 4, q = lane % 4;
+  const int tiles = N / 64;
+  const int per = __shfl_sync(0xFFFFFFFFu, tiles / nwg, 0);  // tiles a warpgroup (the host checks evenness)
+  const int t0 = wgi * per;
+  const int64_t stride = K / 8;
+  const int ks0 = k0 / 128;
+  const auto wptr = [&](int tile) {
+    const int ch = 64 * tile + 16 * warp + g;
+    return Wq + int64_t{ch / 4} * stride + 16 * int64_t{ks0} + 8 * (q / 2) + 2 * (ch % 4) + q % 2;
+  };
+  const auto sptr = [&](int tile) { return S + int64_t{ks0} * N + 64 * tile + 16 * warp + g; };
+  uint4 bv[R][2];
+  __half bs[R][2];
+  int lt = t0, ls = 0;
+  const uint4* pw = wptr(lt);
+  const __half* ps = sptr(lt);
+  const auto load = [&](int slot) {
+    bv[slot][0] = ldnc(pw);
+    bv[slot][1] = ldnc(pw + 2 * stride);
+    bs[slot][0] = ps[0];
+    bs[slot][1] = ps[8];
+    if (++ls == STEPS) {
+      ls = 0, ++lt;
+      pw = wptr(lt), ps = sptr(lt);
+    } else {
+      pw += 16, ps += N;
+    }
+  };
+  const int total = per * STEPS;
+#pragma unroll
+  for (int d = 0; d < AHEAD; ++d) load(d);
+  stage_x<false, 4>(smem, nullptr, X, K, k0, KR);
+  __syncthreads();
+  const uint32_t xbase = smem_u32(smem);
+  uint32_t A[2][8][4];
+  float D[8];
+  for (int tile = 0; tile < per; ++tile) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) D[e] = 0.0f;
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+      (
+          [&] {
+            constexpr int d = I;
+            const int j = tile * STEPS + d;
+            if (j + AHEAD < total) load((d + AHEAD) % R);
+            const uint4(&v)[2] = bv[d % R];
+            const __half2 sa = __half2half2(bs[d % R][0]), sb = __half2half2(bs[d % R][1]);
+            const uint32_t s2a = *reinterpret_cast<const uint32_t*>(&sa),
+                           s2b = *reinterpret_cast<const uint32_t*>(&sb);
+            const uint32_t wa[4] = {v[0].x, v[0].y, v[0].z, v[0].w}, wb[4] = {v[1].x, v[1].y, v[1].z, v[1].w};
+            uint32_t(&a)[8][4] = A[d % 2];
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const uint32_t a8 = wa[i] >> 8, b8 = wb[i] >> 8;
+              a[2 * i][0] = scaled_lo(lop3_and_or(wa[i], 0x000F000Fu, 0x64006400u), s2a);
+              a[2 * i][1] = scaled_lo(lop3_and_or(wb[i], 0x000F000Fu, 0x64006400u), s2b);
+              a[2 * i][2] = scaled_hi(lop3_and_or(wa[i], 0x00F000F0u, 0x64006400u), s2a);
+              a[2 * i][3] = scaled_hi(lop3_and_or(wb[i], 0x00F000F0u, 0x64006400u), s2b);
+              a[2 * i + 1][0] = scaled_lo(lop3_and_or(a8, 0x000F000Fu, 0x64006400u), s2a);
+              a[2 * i + 1][1] = scaled_lo(lop3_and_or(b8, 0x000F000Fu, 0x64006400u), s2b);
+              a[2 * i + 1][2] = scaled_hi(lop3_and_or(a8, 0x00F000F0u, 0x64006400u), s2a);
+              a[2 * i + 1][3] = scaled_hi(lop3_and_or(b8, 0x00F000F0u, 0x64006400u), s2b);
+            }
+            const uint32_t tb = xbase + d * 4096;
+            wg_fence();
+#pragma unroll
+            for (int c = 0; c < 8; ++c) wgmma16(D, a[c], swz_desc(tb + (c / 4) * 2048 + 32 * (c % 4)));
+            wg_commit();
+            wg_wait<1>();
+            hold(A[(d + 1) % 2]);
+          }(),
+          ...);
+    }
+    (std::make_integer_sequence<int, STEPS>{});
+    wg_wait<0>();
+    hold(A[0]), hold(A[1]), hold(D);
+    const int tl = t0 + tile;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int ch = 64 * tl + 16 * warp + g + 8 * ((e % 4) / 2), tok = 8 * (e / 4) + 2 * q + e % 2;
+      atomicAdd(Y + int64_t{tok} * N + ch, D[e]);
+    }
+  }
+}
+
 // Nothing: the launch of a grid of blocks with wg16's shared memory, for scale.
 template <int WG>
 __global__ void __launch_bounds__(WG * 128, 1)
@@ -383,8 +503,44 @@ int main() {
       }
       std::printf("\n");
     };
+    // the scales in the operands: runs of 1024 rows, whole tiles a warpgroup
+    const auto run_t = [&](auto kernel, const char* name, bool check) {
+      const int KR = 1024, runs = K / KR, bpr = prop.multiProcessorCount / runs;
+      if (bpr == 0 || (N / 64) % (4 * bpr) != 0) {
+        std::printf("  %-40s the tiles do not share evenly\n", name);
+        return;
+      }
+      const size_t smem = size_t(KR / 64) * 2048;
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      const dim3 grid(bpr * runs);
+      const auto launch = [&] {
+        kernel<<<grid, 512, smem>>>(dW, dX, dS, dY, N, K, runs, KR);
+        CK(cudaGetLastError());
+      };
+      std::vector<float> y(size_t(kM) * N);
+      if (check) {
+        CK(cudaMemset(dY, 0, size_t(kM) * N * 4));
+        launch();
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(y.data(), dY, y.size() * 4, cudaMemcpyDeviceToHost));
+      }
+      const double us = tm.median_us(launch);
+      std::printf("  %-40s %5u blocks %8.2f us %6.1f%% of copy", name, grid.x, us,
+                  100.0 * bytes / (us * 1e3) / copy_gbps);
+      if (check) {
+        double e = 0, r = 0;
+        for (size_t i = 0; i < y.size(); ++i) {
+          const double yv = __half2float(__float2half(y[i]));
+          e += (yv - ref[i]) * (yv - ref[i]), r += ref[i] * ref[i];
+        }
+        std::printf("  rel err %.2e", std::sqrt(e / r));
+      }
+      std::printf("\n");
+    };
     for (int round = 0; round < 2; ++round) {
       const bool ck = round == 0;
+      run_t(wg16t<1, 8>, "scales in the operands, 1 ahead", ck);
+      run_t(wg16t<3, 8>, "scales in the operands, 3 ahead", ck);
       run(wg16_empty<4>, "empty, the same shared memory: 4 warpgroups", 4, false);
       run(wg16<4, 2, 3>, "staging only: 4 warpgroups", 4, false);
       run(wg16<4, 2, 1>, "loads only: 4 warpgroups, 2 ahead", 4, false);
