@@ -59,8 +59,8 @@ template <int N>
 __device__ __forceinline__ void wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
-// d (+)= A (64 x 16) B (16 x 16): d[4 j + e] is channel g + 8 (e / 2) of the warp's 16, token 8 j + 2 q + e
-// % 2.
+// d (+)= A (64 x 16) B (16 x 16): d[4 j + e] is channel g + 8 (e / 2) of the warp's 16 and token
+// 8 j + 2 q + (e % 2).
 __device__ __forceinline__ void wgmma16(float (&d)[8], const uint32_t (&a)[4], uint64_t desc) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
