@@ -12,10 +12,11 @@
 // applied; the 8 warps of a block (8 slabs) meet in shared memory, blocks by atomics (FIN 0), as the
 // product's finish_tile does (FIN 1) or in a cluster along K (FIN 2). The variants: loads only,
 // fp16 products added a word in fp32 or four words in fp16, the scales taken where the warps meet
-// instead of a step at a time (MODE 3), and the tensor cores' diagonal (lane_mma_gemv). Each is
-// checked against float64 products of the same weights; the figures are in notes/performance.md
-// (forty-first and forty-third sessions). The product's kernel grew from this one (ft_lane_kernel in
-// kernels/cuda/gemv.cu). TIMER_HOLD=1 times everything behind the bench engine's stream hold.
+// instead of a step at a time (MODE 3), blocks of 32 warps as the product's (NW), and the tensor
+// cores' diagonal (lane_mma_gemv). Each is checked against float64 products of the same weights; the
+// figures are in notes/performance.md (forty-first and forty-third sessions). The product's kernel grew
+// from this one (ft_lane_kernel in kernels/cuda/gemv.cu). TIMER_HOLD=1 times everything behind the
+// bench engine's stream hold.
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -I. -Inotes/experiments -o lane_gemv notes/experiments/lane_gemv.cu
 //   ./lane_gemv            (LANE_PROFILE=1: one launch of one variant a shape, for Nsight Compute)
@@ -129,14 +130,15 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
 // MODE 3: as 1 (fp32 a word, no add to zero), the scales left to the meeting: the walk reads none, the
 // lanes of a group of 128 rows meet by two shuffles and its two groups' sums of a channel go to shared
 // memory apart, to take their scales where the warps meet (FIN 0 only).
-template <int MODE, int kDepth, int kMinBlocks,
-          int FIN = 0>  // MODE 0, 1: compute with PREC MODE; 2: loads only; 3: above
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
+// NW: warps (slabs) a block.
+template <int MODE, int kDepth, int kMinBlocks, int FIN = 0,
+          int NW = kWarps>  // MODE 0, 1: compute with PREC MODE; 2: loads only; 3: above
+__global__ void __launch_bounds__(NW * 32, kMinBlocks)
     lane_gemv(const uint4* __restrict__ W, const __half2* __restrict__ X2, const __half* __restrict__ S,
               float* __restrict__ Y, int N, int K, int cg_per_block) {
-  extern __shared__ float part[];  // [kWarps][cg_per_block * 4]
+  extern __shared__ float part[];  // [NW][cg_per_block * 4]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int slab = blockIdx.y * kWarps + warp;
+  const int slab = blockIdx.y * NW + warp;
   const int t = lane / 8, c = (lane / 2) % 4, h = lane % 2;
   const int groups = N / 4;
   const int cg0 = blockIdx.x * cg_per_block;
@@ -183,8 +185,8 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
     for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
       float s = 0.0f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const int sl = blockIdx.y * kWarps + w;
+      for (int w = 0; w < NW; ++w) {
+        const int sl = blockIdx.y * NW + w;
 #pragma unroll
         for (int gg = 0; gg < 2; ++gg)
           s += part[(w * cg_per_block * 4 + i) * 2 + gg] *
@@ -196,14 +198,14 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
     for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
       float s = 0.0f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
+      for (int w = 0; w < NW; ++w) s += part[w * cg_per_block * 4 + i];
       atomicAdd(Y + 4 * cg0 + i, s);
     }
   } else if constexpr (FIN == 1) {
     const auto sum = [&](int i) {
       float s = 0.0f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
+      for (int w = 0; w < NW; ++w) s += part[w * cg_per_block * 4 + i];
       return s;
     };
     if (gridDim.y == 1) {
@@ -215,11 +217,11 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   } else {
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
-    float* red = part + kWarps * cg_per_block * 4;
+    float* red = part + NW * cg_per_block * 4;
     for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
       float s = 0.0f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
+      for (int w = 0; w < NW; ++w) s += part[w * cg_per_block * 4 + i];
       red[i] = s;
     }
     cluster.sync();
@@ -371,22 +373,27 @@ int main() {
     CK(cudaMemcpy(dX, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
     const double bytes = double(words.size()) * 4 + s.size() * 2 + x.size() * 2 + N * 2.0;
     std::printf("%dx%d: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
-    const auto run = [&](auto kernel, const char* name, bool check, int blocks_cap = 0, int fin = 0) {
+    const auto run = [&](auto kernel, const char* name, bool check, int blocks_cap = 0, int fin = 0,
+                         int nw = kWarps) {
       // One wave: as many column groups a block as fill the multiprocessors' resident blocks.
       // blocks_cap: shared memory asked for so that at most that many blocks fit a multiprocessor.
       CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
-      const int groups = N / 4, ys = K / (256 * kWarps);
-      size_t smem = blocks_cap ? size_t(200 * 1024) / blocks_cap : size_t(kWarps) * 128 * 16;
+      if (K % (256 * nw) != 0) {
+        std::printf("  %-34s K is not whole blocks of %d slabs\n", name, nw);
+        return;
+      }
+      const int groups = N / 4, ys = K / (256 * nw);
+      size_t smem = blocks_cap ? size_t(200 * 1024) / blocks_cap : size_t(nw) * 128 * 16;
       int per = 0;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kWarps * 32, smem));
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, nw * 32, smem));
       const int xs_max = std::max(1, per * prop.multiProcessorCount / ys);
       const int cgpb = (groups + xs_max - 1) / xs_max;
       const dim3 grid((groups + cgpb - 1) / cgpb, ys);
-      if (!blocks_cap) smem = size_t(2 * kWarps + 1) * cgpb * 4 * 4;  // room for MODE 3's two groups
+      if (!blocks_cap) smem = size_t(2 * nw + 1) * cgpb * 4 * 4;  // room for MODE 3's two groups
       cudaLaunchConfig_t cfg = {};
       cudaLaunchAttribute attr[1];
       cfg.gridDim = grid;
-      cfg.blockDim = dim3(kWarps * 32);
+      cfg.blockDim = dim3(nw * 32);
       cfg.dynamicSmemBytes = smem;
       if (fin == 2) {
         CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
@@ -447,6 +454,7 @@ int main() {
       run(lane_gemv<3, 3, 4>, "fp32 a word, scales where warps meet", ck);
       run(lane_gemv<1, 3, 4>, "fp32 a word, atomics into fp32 Y", ck);
       run(lane_gemv<1, 3, 4, 1>, "fp32 a word, workspace meeting", ck, 0, 1);
+      run(lane_gemv<1, 3, 1, 1, 32>, "fp32 a word, 32 warps, fp16 Y or workspace", ck, 0, 1, 32);
       run(lane_gemv<1, 3, 4, 2>, "fp32 a word, cluster meeting", ck, 0, 2);
       run(lane_gemv<0, 3, 4, 2>, "fp16 pairs, cluster meeting", ck, 0, 2);
       run(lane_mma_gemv<3, 3>, "tensor cores, 3 blocks, atomics", ck);
