@@ -6,7 +6,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -22,6 +24,19 @@ inline double measure_copy_gbps(Timer& tm) {
   CK(cudaFree(buf));
   return 2.0 * (1 << 29) / us / 1e3;
 }
+
+// What every experiment program starts with: the device, the bench's timing and the copy's rate measured
+// by it, printed.
+struct Lab {
+  cudaDeviceProp prop;
+  Timer tm;
+  double copy_gbps;
+  Lab() {
+    CK(cudaGetDeviceProperties(&prop, 0));
+    copy_gbps = measure_copy_gbps(tm);
+    std::printf("%s, %d SMs; copy %.0f GB/s\n", prop.name, prop.multiProcessorCount, copy_gbps);
+  }
+};
 
 // q[n K + k] uniform in -8 .. 7 and the words of the layout holding them (offset by 8).
 inline void random_ft_int4(int N, int K, std::mt19937& rng, std::vector<int8_t>& q,
@@ -107,4 +122,61 @@ __device__ void settle_range(unsigned range, int n, At at) {
     g_sums[p] = 0.0f;
     g_yh[p] = __float2half(v);
   }
+}
+
+// A device array of n T, freed with it; from a host vector, a copy of it.
+template <class T>
+struct DevBuf {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit DevBuf(size_t count) : n(count) { CK(cudaMalloc(&p, n * sizeof(T))); }
+  explicit DevBuf(const std::vector<T>& v) : DevBuf(v.size()) {
+    CK(cudaMemcpy(p, v.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+// settle_range's workspace for `outputs` outputs and `ranges` column ranges: fp16 outputs, fp32 sums
+// and arrival counters (both zero), bound to g_yh, g_sums and g_counters.
+struct Meeting {
+  DevBuf<__half> yh;
+  DevBuf<float> sums;
+  DevBuf<unsigned> counters;
+  Meeting(size_t outputs, size_t ranges) : yh(outputs), sums(outputs), counters(ranges) {
+    CK(cudaMemset(sums.p, 0, sums.n * sizeof(float)));
+    CK(cudaMemset(counters.p, 0, counters.n * sizeof(unsigned)));
+    CK(cudaMemcpyToSymbol(g_yh, &yh.p, sizeof(yh.p)));
+    CK(cudaMemcpyToSymbol(g_sums, &sums.p, sizeof(sums.p)));
+    CK(cudaMemcpyToSymbol(g_counters, &counters.p, sizeof(counters.p)));
+  }
+};
+
+// The outputs of one run of `launch` on zeroed fp32 outputs y: those n floats, or where yh is given
+// (the workspace meeting's fp16 outputs), those.
+template <class Launch>
+std::vector<float> outputs_once(Launch launch, float* y, size_t n, const __half* yh = nullptr) {
+  CK(cudaMemset(y, 0, n * sizeof(float)));
+  launch();
+  CK(cudaDeviceSynchronize());
+  std::vector<float> out(n);
+  if (yh == nullptr) {
+    CK(cudaMemcpy(out.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost));
+  } else {
+    std::vector<__half> h(n);
+    CK(cudaMemcpy(h.data(), yh, n * sizeof(__half), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; ++i) out[i] = __half2float(h[i]);
+  }
+  return out;
+}
+
+// The relative (L2) error of outputs y, rounded to fp16 as the product writes them, against ref.
+inline double fp16_rel_err(const std::vector<float>& y, const std::vector<double>& ref) {
+  double e = 0, r = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double yv = __half2float(__float2half(y[i]));
+    e += (yv - ref[i]) * (yv - ref[i]), r += ref[i] * ref[i];
+  }
+  return std::sqrt(e / r);
 }

@@ -262,40 +262,19 @@ struct Shape {
 };
 
 int main() {
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  Timer tm;
-  const double copy_gbps = measure_copy_gbps(tm);
-  std::printf("%s, %d SMs; copy %.0f GB/s\n", prop.name, prop.multiProcessorCount, copy_gbps);
+  Lab lab;
+  const cudaDeviceProp& prop = lab.prop;
+  Timer& tm = lab.tm;
+  const double copy_gbps = lab.copy_gbps;
   const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}};
   for (const Shape& sh : shapes) {
     const int N = sh.n, K = sh.k, G = 128;
     const Int4Problem pb = int4_problem(kM, N, K, G);
-    const std::vector<uint32_t>& words = pb.words;
-    const std::vector<__half>&s = pb.s, &x = pb.x;
-    const std::vector<double>& ref = pb.ref;
-    uint4* dW;
-    __half *dS, *dX;
-    float* dY;
-    CK(cudaMalloc(&dW, words.size() * 4));
-    CK(cudaMalloc(&dS, s.size() * 2));
-    CK(cudaMalloc(&dX, x.size() * 2));
-    CK(cudaMalloc(&dY, size_t(kM) * N * 4));
-    __half* dYh;
-    float* dSums;
-    unsigned* dCounters;
-    CK(cudaMalloc(&dYh, size_t(kM) * N * 2));
-    CK(cudaMalloc(&dSums, size_t(kM) * N * 4));
-    CK(cudaMalloc(&dCounters, size_t(N) * 4));
-    CK(cudaMemset(dSums, 0, size_t(kM) * N * 4));
-    CK(cudaMemset(dCounters, 0, size_t(N) * 4));
-    CK(cudaMemcpyToSymbol(g_yh, &dYh, sizeof(dYh)));
-    CK(cudaMemcpyToSymbol(g_sums, &dSums, sizeof(dSums)));
-    CK(cudaMemcpyToSymbol(g_counters, &dCounters, sizeof(dCounters)));
-    CK(cudaMemcpy(dW, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dS, s.data(), s.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dX, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
-    const double bytes = double(words.size()) * 4 + s.size() * 2 + x.size() * 2 + kM * N * 2.0;
+    const DevBuf<uint32_t> dW(pb.words);
+    const DevBuf<__half> dS(pb.s), dX(pb.x);
+    const DevBuf<float> dY(size_t(kM) * N);
+    const Meeting meeting(size_t(kM) * N, N);
+    const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + kM * N * 2.0;
     std::printf("%dx%d M=16: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
     const auto run = [&](auto kernel, const char* name, int W, int SG, int R, int fin, bool check,
                          int nb = 2) {
@@ -314,33 +293,16 @@ int main() {
       const int ppb = (pairs + xs_max - 1) / xs_max;
       const dim3 grid((pairs + ppb - 1) / ppb, ys);
       const auto launch = [&] {
-        kernel<<<grid, W * 32, smem>>>(dW, dX, dS, dY, N, K, G, ppb);
+        kernel<<<grid, W * 32, smem>>>(reinterpret_cast<const uint4*>(dW.p), dX.p, dS.p, dY.p, N, K, G, ppb);
         CK(cudaGetLastError());
       };
-      std::vector<float> y(size_t(kM) * N);
-      if (check) {
-        CK(cudaMemset(dY, 0, size_t(kM) * N * 4));
-        launch();
-        CK(cudaDeviceSynchronize());
-        if (fin == 0) {
-          CK(cudaMemcpy(y.data(), dY, y.size() * 4, cudaMemcpyDeviceToHost));
-        } else {
-          std::vector<__half> yh(y.size());
-          CK(cudaMemcpy(yh.data(), dYh, yh.size() * 2, cudaMemcpyDeviceToHost));
-          for (size_t i = 0; i < y.size(); ++i) y[i] = __half2float(yh[i]);
-        }
-      }
+      const double err =
+          check ? fp16_rel_err(outputs_once(launch, dY.p, dY.n, fin == 0 ? nullptr : meeting.yh.p), pb.ref)
+                : -1.0;
       const double us = tm.median_us(launch);
       std::printf("  %-40s %d blocks/SM %5u blocks %3d pairs %8.2f us %6.1f%% of copy", name, per,
                   grid.x * grid.y, ppb, us, 100.0 * bytes / (us * 1e3) / copy_gbps);
-      if (check) {
-        double e = 0, r = 0;
-        for (size_t i = 0; i < y.size(); ++i) {
-          const double yv = __half2float(__float2half(y[i]));
-          e += (yv - ref[i]) * (yv - ref[i]), r += ref[i] * ref[i];
-        }
-        std::printf("  rel err %.2e", std::sqrt(e / r));
-      }
+      if (check) std::printf("  rel err %.2e", err);
       std::printf("\n");
     };
     for (int round = 0; round < 2; ++round) {
@@ -361,13 +323,6 @@ int main() {
       run(lane16<16, 2, 3, 4, 1, 1>, "16w, 3 ahead, barrier R4, workspace", 16, 2, 4, 1, ck);
       run(lane16<32, 1, 2, 4, 1, 1>, "32w, 1 group, 2 ahead, barrier R4, workspace", 32, 1, 4, 1, ck);
     }
-    CK(cudaFree(dW));
-    CK(cudaFree(dS));
-    CK(cudaFree(dX));
-    CK(cudaFree(dY));
-    CK(cudaFree(dYh));
-    CK(cudaFree(dSums));
-    CK(cudaFree(dCounters));
   }
   return 0;
 }

@@ -317,61 +317,30 @@ struct Shape {
 };
 
 int main() {
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  Timer tm;
-  const double copy_gbps = measure_copy_gbps(tm);
-  std::printf("%s, %d SMs; copy %.0f GB/s\n", prop.name, prop.multiProcessorCount, copy_gbps);
+  Lab lab;
+  const cudaDeviceProp& prop = lab.prop;
+  Timer& tm = lab.tm;
+  const double copy_gbps = lab.copy_gbps;
   const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}, {4096, 4096}};
   for (const Shape& sh : shapes) {
     const int N = sh.n, K = sh.k, G = 128;
-    std::mt19937 rng(N + K);
-    std::vector<int8_t> q;
-    std::vector<uint32_t> words;
-    random_ft_int4(N, K, rng, q, words);
-    std::vector<__half> s(size_t(K / G) * N), x(K);
-    std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (auto& v : s) v = __float2half(0.01f + 0.01f * float(rng() % 1000) / 1000.0f);
-    for (auto& v : x) v = __float2half(nd(rng));
-    // float64 references: the scale outside the sum (as the kernels take it) and the fp16-rounded
-    // dequantized weights (as the product's accuracy checks take it).
-    std::vector<double> ref(N), ref_w(N);
+    // float64 references: pb.ref with the scale outside each group's sum (as the kernels take it), and
+    // ref_w with the fp16-rounded dequantized weights (as the product's accuracy checks take it)
+    const Int4Problem pb = int4_problem(1, N, K, G);
+    std::vector<double> ref_w(N);
     for (int n = 0; n < N; ++n) {
-      double a = 0, b = 0;
-      for (int g0 = 0; g0 < K / G; ++g0) {
-        const double sg = __half2float(s[size_t(g0) * N + n]);
-        double part = 0;
-        for (int k = g0 * G; k < (g0 + 1) * G; ++k) {
-          const double xv = __half2float(x[k]), qv = q[size_t(n) * K + k];
-          part += qv * xv;
-          b += double(__half2float(__float2half(float(qv * sg)))) * xv;
-        }
-        a += sg * part;
+      double b = 0;
+      for (int k = 0; k < K; ++k) {
+        const double sg = __half2float(pb.s[size_t(k / G) * N + n]), qv = pb.q[size_t(n) * K + k];
+        b += double(__half2float(__float2half(float(qv * sg)))) * pb.xf[k];
       }
-      ref[n] = a, ref_w[n] = b;
+      ref_w[n] = b;
     }
-    uint4* dW;
-    __half *dS, *dX;
-    float* dY;
-    CK(cudaMalloc(&dW, words.size() * 4));
-    CK(cudaMalloc(&dS, s.size() * 2));
-    CK(cudaMalloc(&dX, x.size() * 2));
-    CK(cudaMalloc(&dY, size_t(N) * 4));
-    __half* dYh;
-    float* dSums;
-    unsigned* dCounters;
-    CK(cudaMalloc(&dYh, size_t(N) * 2));
-    CK(cudaMalloc(&dSums, size_t(N) * 4));
-    CK(cudaMalloc(&dCounters, size_t(N) * 4));
-    CK(cudaMemset(dSums, 0, size_t(N) * 4));
-    CK(cudaMemset(dCounters, 0, size_t(N) * 4));
-    CK(cudaMemcpyToSymbol(g_yh, &dYh, sizeof(dYh)));
-    CK(cudaMemcpyToSymbol(g_sums, &dSums, sizeof(dSums)));
-    CK(cudaMemcpyToSymbol(g_counters, &dCounters, sizeof(dCounters)));
-    CK(cudaMemcpy(dW, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dS, s.data(), s.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dX, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
-    const double bytes = double(words.size()) * 4 + s.size() * 2 + x.size() * 2 + N * 2.0;
+    const DevBuf<uint32_t> dW(pb.words);
+    const DevBuf<__half> dS(pb.s), dX(pb.x);
+    const DevBuf<float> dY(N);
+    const Meeting meeting(N, N);
+    const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + N * 2.0;
     std::printf("%dx%d: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
     const auto run = [&](auto kernel, const char* name, bool check, int blocks_cap = 0, int fin = 0,
                          int nw = kWarps) {
@@ -411,37 +380,18 @@ int main() {
         }
       }
       const auto launch = [&] {
-        CK(cudaLaunchKernelEx(&cfg, kernel, static_cast<const uint4*>(dW),
-                              reinterpret_cast<const __half2*>(dX), static_cast<const __half*>(dS), dY, N, K,
-                              cgpb));
+        CK(cudaLaunchKernelEx(&cfg, kernel, reinterpret_cast<const uint4*>(dW.p),
+                              reinterpret_cast<const __half2*>(dX.p), static_cast<const __half*>(dS.p), dY.p,
+                              N, K, cgpb));
       };
-      std::vector<float> y(N);
-      if (check) {
-        CK(cudaMemset(dY, 0, size_t(N) * 4));
-        launch();
-        CK(cudaDeviceSynchronize());
-        if (fin == 0) {
-          CK(cudaMemcpy(y.data(), dY, size_t(N) * 4, cudaMemcpyDeviceToHost));
-        } else {
-          std::vector<__half> yh(N);
-          CK(cudaMemcpy(yh.data(), dYh, size_t(N) * 2, cudaMemcpyDeviceToHost));
-          for (int n = 0; n < N; ++n) y[n] = __half2float(yh[n]);
-        }
-      }
+      const std::vector<float> y =
+          check ? outputs_once(launch, dY.p, dY.n, fin == 0 ? nullptr : meeting.yh.p) : std::vector<float>{};
       const double us = std::getenv("LANE_PROFILE") ? 0.0 : tm.median_us(launch);
       std::printf("  %-34s %d blocks/SM %4u blocks %3d groups %8.2f us %6.1f%% of copy", name, per,
                   grid.x * grid.y, cgpb, us, 100.0 * bytes / (us * 1e3) / copy_gbps);
-      if (check) {
-        double e = 0, r = 0, ew = 0, rw = 0;
-        for (int n = 0; n < N; ++n) {
-          // the output rounded to fp16, as the product writes it
-          const double yv = __half2float(__float2half(y[n]));
-          e += (yv - ref[n]) * (yv - ref[n]), r += ref[n] * ref[n];
-          ew += (yv - ref_w[n]) * (yv - ref_w[n]), rw += ref_w[n] * ref_w[n];
-        }
-        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", std::sqrt(e / r),
-                    std::sqrt(ew / rw));
-      }
+      if (check)
+        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", fp16_rel_err(y, pb.ref),
+                    fp16_rel_err(y, ref_w));
       std::printf("\n");
     };
     if (std::getenv("LANE_PROFILE")) {  // one launch each, for Nsight Compute
@@ -460,13 +410,6 @@ int main() {
       run(lane_mma_gemv<3, 3>, "tensor cores, 3 blocks, atomics", ck);
       run(lane_mma_gemv<3, 4, true>, "tensor one sum, atomics", ck);
     }
-    CK(cudaFree(dW));
-    CK(cudaFree(dS));
-    CK(cudaFree(dX));
-    CK(cudaFree(dY));
-    CK(cudaFree(dYh));
-    CK(cudaFree(dSums));
-    CK(cudaFree(dCounters));
   }
   return 0;
 }

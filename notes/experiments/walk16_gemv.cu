@@ -233,21 +233,17 @@ struct Shape {
 };
 
 int main() {
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  Timer tm;
-  const double copy_gbps = measure_copy_gbps(tm);
-  std::printf("%s, %d SMs; copy %.0f GB/s\n", prop.name, prop.multiProcessorCount, copy_gbps);
+  Lab lab;
+  const cudaDeviceProp& prop = lab.prop;
+  Timer& tm = lab.tm;
+  const double copy_gbps = lab.copy_gbps;
   const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}};
   const bool profile = std::getenv("WALK_PROFILE") != nullptr;  // one launch a variant, one shape
   for (const Shape& sh : shapes) {
     if (profile && sh.n != 28672) continue;
     const int N = sh.n, K = sh.k, G = 128;
     const Int4Problem pb = int4_problem(kM, N, K, G);
-    const std::vector<uint32_t>& words = pb.words;
-    const std::vector<__half>&s = pb.s, &x = pb.x;
     const std::vector<float>& xf = pb.xf;
-    const std::vector<double>& ref = pb.ref;
     // X in the walk's order (the high pairs divided by 16) and each token's constant a step
     const int nsteps = K / 128;
     std::vector<__half> xp(size_t(kM) * K);
@@ -274,20 +270,10 @@ int main() {
         c[2] = c[3] = -float(cst[gg + 8]);
       }
     }
-    uint4 *dW, *dXp;
-    __half* dS;
-    float4* dC;
-    float* dY;
-    CK(cudaMalloc(&dW, words.size() * 4));
-    CK(cudaMalloc(&dS, s.size() * 2));
-    CK(cudaMalloc(&dXp, xp.size() * 2));
-    CK(cudaMalloc(&dC, c4.size() * 4));
-    CK(cudaMalloc(&dY, size_t(kM) * N * 4));
-    CK(cudaMemcpy(dW, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dS, s.data(), s.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dXp, xp.data(), xp.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dC, c4.data(), c4.size() * 4, cudaMemcpyHostToDevice));
-    const double bytes = double(words.size()) * 4 + s.size() * 2 + x.size() * 2 + kM * N * 2.0;
+    const DevBuf<uint32_t> dW(pb.words);
+    const DevBuf<__half> dS(pb.s), dXp(xp);
+    const DevBuf<float> dC(c4), dY(size_t(kM) * N);
+    const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + kM * N * 2.0;
     std::printf("%dx%d M=16: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
     const auto run = [&](auto kernel, const char* name, int WB, bool check) {
       int per = 0;
@@ -295,33 +281,22 @@ int main() {
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, WB * 32, 0));
       const dim3 grid(per * prop.multiProcessorCount);
       const auto launch = [&] {
-        kernel<<<grid, WB * 32>>>(dW, dXp, dC, reinterpret_cast<const uint32_t*>(dS), dY, N, K);
+        kernel<<<grid, WB * 32>>>(reinterpret_cast<const uint4*>(dW.p), reinterpret_cast<const uint4*>(dXp.p),
+                                  reinterpret_cast<const float4*>(dC.p),
+                                  reinterpret_cast<const uint32_t*>(dS.p), dY.p, N, K);
         CK(cudaGetLastError());
       };
-      std::vector<float> y(size_t(kM) * N);
-      if (check) {
-        CK(cudaMemset(dY, 0, size_t(kM) * N * 4));
-        launch();
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(y.data(), dY, y.size() * 4, cudaMemcpyDeviceToHost));
-      }
       if (profile) {
         launch();
         CK(cudaDeviceSynchronize());
         std::printf("  %s: one launch\n", name);
         return;
       }
+      const double err = check ? fp16_rel_err(outputs_once(launch, dY.p, dY.n), pb.ref) : -1.0;
       const double us = tm.median_us(launch);
       std::printf("  %-44s %d blocks/SM %5u blocks %8.2f us %6.1f%% of copy", name, per, grid.x, us,
                   100.0 * bytes / (us * 1e3) / copy_gbps);
-      if (check) {
-        double e = 0, r = 0;
-        for (size_t i = 0; i < y.size(); ++i) {
-          const double yv = __half2float(__float2half(y[i]));
-          e += (yv - ref[i]) * (yv - ref[i]), r += ref[i] * ref[i];
-        }
-        std::printf("  rel err %.2e", std::sqrt(e / r));
-      }
+      if (check) std::printf("  rel err %.2e", err);
       std::printf("\n");
     };
     for (int round = 0; round < (profile ? 1 : 2); ++round) {
@@ -342,11 +317,6 @@ int main() {
       run(walk16<4, 4, 1, 5, 0>, "4w, 4 tiles, 1 ahead, 5 blocks", 4, ck);
       run(walk16<8, 2, 1, 4, 0>, "8w, 2 tiles, 1 ahead, 4 blocks", 8, ck);
     }
-    CK(cudaFree(dW));
-    CK(cudaFree(dS));
-    CK(cudaFree(dXp));
-    CK(cudaFree(dC));
-    CK(cudaFree(dY));
   }
   return 0;
 }

@@ -445,97 +445,53 @@ struct Shape {
 };
 
 int main() {
-  cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, 0));
-  Timer tm;
-  const double copy_gbps = measure_copy_gbps(tm);
-  std::printf("%s, %d SMs; copy %.0f GB/s\n", prop.name, prop.multiProcessorCount, copy_gbps);
+  Lab lab;
+  const cudaDeviceProp& prop = lab.prop;
+  Timer& tm = lab.tm;
+  const double copy_gbps = lab.copy_gbps;
   const Shape shapes[] = {{28672, 8192, 2}, {8192, 28672, 7}, {8192, 8192, 2}};
   for (const Shape& sh : shapes) {
     const int N = sh.n, K = sh.k, G = 128;
     const Int4Problem pb = int4_problem(kM, N, K, G);
-    const std::vector<uint32_t>& words = pb.words;
-    const std::vector<__half>&s = pb.s, &x = pb.x;
-    const std::vector<double>& ref = pb.ref;
-    uint4* dW;
-    __half *dS, *dX;
-    float* dY;
-    CK(cudaMalloc(&dW, words.size() * 4));
-    CK(cudaMalloc(&dS, s.size() * 2));
-    CK(cudaMalloc(&dX, x.size() * 2));
-    CK(cudaMalloc(&dY, size_t(kM) * N * 4));
-    CK(cudaMemcpy(dW, words.data(), words.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dS, s.data(), s.size() * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(dX, x.data(), x.size() * 2, cudaMemcpyHostToDevice));
-    const double bytes = double(words.size()) * 4 + s.size() * 2 + x.size() * 2 + kM * N * 2.0;
+    const DevBuf<uint32_t> dW(pb.words);
+    const DevBuf<__half> dS(pb.s), dX(pb.x);
+    const DevBuf<float> dY(size_t(kM) * N);
+    const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + kM * N * 2.0;
     std::printf("%dx%d M=16: floor %.1f us, runs of %d rows\n", N, K, bytes / copy_gbps / 1e3, K / sh.runs);
+    // `runs` runs of K, one block of `threads` a multiprocessor (as many as share the runs evenly)
+    const auto measure = [&](auto kernel, const char* name, int threads, int runs, size_t smem, bool check) {
+      const int KR = K / runs;
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      const dim3 grid(prop.multiProcessorCount / runs * runs);
+      const auto launch = [&] {
+        kernel<<<grid, threads, smem>>>(reinterpret_cast<const uint4*>(dW.p), dX.p, dS.p, dY.p, N, K, runs,
+                                        KR);
+        CK(cudaGetLastError());
+      };
+      const double err = check ? fp16_rel_err(outputs_once(launch, dY.p, dY.n), pb.ref) : -1.0;
+      const double us = tm.median_us(launch);
+      std::printf("  %-40s %5u blocks %8.2f us %6.1f%% of copy", name, grid.x, us,
+                  100.0 * bytes / (us * 1e3) / copy_gbps);
+      if (check) std::printf("  rel err %.2e", err);
+      std::printf("\n");
+    };
+    // wg16: the shape's runs of K (X and the constants of a run in shared memory)
     const auto run = [&](auto kernel, const char* name, int WB, bool check) {
       const int KR = K / sh.runs;
       if ((KR / 8 & (KR / 8 - 1)) != 0 || kM * (KR / 8) % (8 * WB * 128) != 0) {
         std::printf("  %-40s runs of %d rows do not stage evenly\n", name, KR);
         return;
       }
-      const size_t smem = size_t(KR / 64) * 2048 + size_t(KR / 128) * kM * 4;
-      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      const int bpr = prop.multiProcessorCount / sh.runs;
-      const dim3 grid(bpr * sh.runs);
-      const auto launch = [&] {
-        kernel<<<grid, WB * 128, smem>>>(dW, dX, dS, dY, N, K, sh.runs, KR);
-        CK(cudaGetLastError());
-      };
-      std::vector<float> y(size_t(kM) * N);
-      if (check) {
-        CK(cudaMemset(dY, 0, size_t(kM) * N * 4));
-        launch();
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(y.data(), dY, y.size() * 4, cudaMemcpyDeviceToHost));
-      }
-      const double us = tm.median_us(launch);
-      std::printf("  %-40s %5u blocks %8.2f us %6.1f%% of copy", name, grid.x, us,
-                  100.0 * bytes / (us * 1e3) / copy_gbps);
-      if (check) {
-        double e = 0, r = 0;
-        for (size_t i = 0; i < y.size(); ++i) {
-          const double yv = __half2float(__float2half(y[i]));
-          e += (yv - ref[i]) * (yv - ref[i]), r += ref[i] * ref[i];
-        }
-        std::printf("  rel err %.2e", std::sqrt(e / r));
-      }
-      std::printf("\n");
+      measure(kernel, name, WB * 128, sh.runs, size_t(KR / 64) * 2048 + size_t(KR / 128) * kM * 4, check);
     };
-    // the scales in the operands: runs of 1024 rows, whole tiles a warpgroup
+    // wg16t, the scales in the operands: runs of 1024 rows, whole tiles a warpgroup
     const auto run_t = [&](auto kernel, const char* name, bool check) {
       const int KR = 1024, runs = K / KR, bpr = prop.multiProcessorCount / runs;
       if (bpr == 0 || (N / 64) % (4 * bpr) != 0) {
         std::printf("  %-40s the tiles do not share evenly\n", name);
         return;
       }
-      const size_t smem = size_t(KR / 64) * 2048;
-      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-      const dim3 grid(bpr * runs);
-      const auto launch = [&] {
-        kernel<<<grid, 512, smem>>>(dW, dX, dS, dY, N, K, runs, KR);
-        CK(cudaGetLastError());
-      };
-      std::vector<float> y(size_t(kM) * N);
-      if (check) {
-        CK(cudaMemset(dY, 0, size_t(kM) * N * 4));
-        launch();
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(y.data(), dY, y.size() * 4, cudaMemcpyDeviceToHost));
-      }
-      const double us = tm.median_us(launch);
-      std::printf("  %-40s %5u blocks %8.2f us %6.1f%% of copy", name, grid.x, us,
-                  100.0 * bytes / (us * 1e3) / copy_gbps);
-      if (check) {
-        double e = 0, r = 0;
-        for (size_t i = 0; i < y.size(); ++i) {
-          const double yv = __half2float(__float2half(y[i]));
-          e += (yv - ref[i]) * (yv - ref[i]), r += ref[i] * ref[i];
-        }
-        std::printf("  rel err %.2e", std::sqrt(e / r));
-      }
-      std::printf("\n");
+      measure(kernel, name, 512, runs, size_t(KR / 64) * 2048, check);
     };
     for (int round = 0; round < 2; ++round) {
       const bool ck = round == 0;
@@ -552,10 +508,6 @@ int main() {
       run(wg16<4, 1, 2>, "4 warpgroups, 1 ahead, products overlapped", 4, ck);
       run(wg16<4, 3, 2>, "4 warpgroups, 3 ahead, products overlapped", 4, ck);
     }
-    CK(cudaFree(dW));
-    CK(cudaFree(dS));
-    CK(cudaFree(dX));
-    CK(cudaFree(dY));
   }
   return 0;
 }
