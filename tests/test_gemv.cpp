@@ -660,14 +660,33 @@ TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps by K and ranges 
   CHECK(d.per == 64);
   CHECK(d.columns == 501);
   CHECK(d.shared_bytes == gemv::kLanePartBytes);
+  // Beyond K = 8192 the block is chosen by its grid (the H200: 528, 264 and 132 blocks of 8, 16 and 32
+  // warps at once); up to 8192 by K alone, whatever the grids.
+  const auto h200 = [](int w) { return int64_t{528} * 8 / w; };
+  CHECK(gemv::lane_cost(b, 132) == 63 + 4);
+  CHECK(gemv::lane_warps(8192, 28672, h200) == 16);  // 7 full rows of 56 groups against 4 rows of 63
+  CHECK(gemv::lane_cost(gemv::lane_grid(8192, 28672, 16, 264), 264) == 56 + 7);
+  CHECK(gemv::lane_warps(4096, 11008, h200) == 16);  // 43 slabs: 3 rows of 12 groups against 2 of 16
+  CHECK(gemv::lane_warps(4096, 14336, h200) == 32);  // 2 rows of 16 against 7 rows of 14 (8 warps)
+  CHECK(gemv::lane_warps(5120, 13824, h200) == 32);
+  CHECK(gemv::lane_warps(28672, 8192, h200) == 32);
+  CHECK(gemv::lane_warps(4096, 4096, h200) == 16);
+  CHECK(gemv::lane_warps(8192, 8320, h200) == 8);  // 33 slabs: 32 warps would leave a row of one slab
+  CHECK(gemv::lane_warps(6144, 8320, h200) == 8);  // the GPU suite's shapes for 8 and 16 warps
+  CHECK(gemv::lane_warps(2048, 11008, h200) == 16);
+  CHECK(gemv::lane_warps(48, 8320, h200) == 32);  // few groups: the fewest rows
+  // A device that holds one block at a time: the fewest rows of blocks.
+  CHECK(gemv::lane_warps(8192, 28672, [](int) { return int64_t{1}; }) == 32);
   // Every grid covers the column groups and K, and keeps its partial sums within the bound, for
   // shapes from one column group to wide output layers and for every device size.
   for (int64_t n = 16; n <= 262144; n = n * 3 + 16) {
     for (int64_t k = 128; k <= 65536; k = k * 2 + 128) {
       for (const int64_t blocks_per_sm : {1, 2, 4}) {
         for (const int64_t sms : {1, 46, 132, 144}) {
-          const int warps = gemv::lane_warps(k);
-          const gemv::LaneGrid g = gemv::lane_grid(n, k, warps, blocks_per_sm * sms);
+          const int warps = gemv::lane_warps(n, k, [&](int w) { return blocks_per_sm * sms * 32 / w; });
+          REQUIRE((warps == 8 || warps == 16 || warps == 32));
+          if (k <= 8192) REQUIRE(warps == gemv::lane_warps(k));
+          const gemv::LaneGrid g = gemv::lane_grid(n, k, warps, blocks_per_sm * sms * 32 / warps);
           const int64_t groups = n / 4;
           REQUIRE(g.per >= 1);
           REQUIRE(g.columns * g.per >= groups);

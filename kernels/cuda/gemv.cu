@@ -1365,25 +1365,36 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
 }
 
+// Blocks of W warps the device holds at once, asked with the most partial sums a block keeps, so that
+// the grid lane_grid sizes for one wave is one wave on devices whose shared memory, not their
+// registers, sets the count (on the H200 the registers do: 4, 2 and 1 blocks of 8, 16 and 32 warps
+// a multiprocessor either way).
+template <bool NAIVE, int W>
+int64_t lane_resident(const GemvLaunch& L) {
+  static Fit fit;
+  const int per_sm =
+      bulk_blocks_per_sm(fit, ft_lane_kernel<NAIVE, W>, static_cast<size_t>(gemv::kLanePartBytes), W * 32);
+  return int64_t{per_sm} * L.sms;
+}
+
 // One wave where the column groups allow (gemv::lane_grid).
 template <bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const auto kernel = ft_lane_kernel<NAIVE, W>;
-  // Blocks a multiprocessor holds, asked with the most partial sums a block keeps, so that the grid
-  // lane_grid sizes for one wave is one wave on devices whose shared memory, not their registers, sets
-  // the count (on the H200 the registers do: 4, 2 and 1 blocks of 8, 16 and 32 warps either way).
-  static Fit fit;
-  const int per_sm = bulk_blocks_per_sm(fit, kernel, static_cast<size_t>(gemv::kLanePartBytes), W * 32);
-  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, int64_t{per_sm} * L.sms);
+  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, lane_resident<NAIVE, W>(L));
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
   kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per));
   return status("the one-row W4A16 kernel (CUDA cores)", wait);
 }
 
-// The warps a block by K (gemv::lane_warps).
+// The warps a block by K, and beyond K = 8192 by the grids (gemv::lane_warps).
 template <bool NAIVE>
 std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  switch (gemv::lane_warps(L.w.k)) {
+  const auto resident = [&](int w) {
+    return w == 8 ? lane_resident<NAIVE, 8>(L)
+                  : (w == 16 ? lane_resident<NAIVE, 16>(L) : lane_resident<NAIVE, 32>(L));
+  };
+  switch (gemv::lane_warps(L.w.n, L.w.k, resident)) {
     case 8: return launch_lane_w<NAIVE, 8>(L, ws, wait);
     case 16: return launch_lane_w<NAIVE, 16>(L, ws, wait);
     default: return launch_lane_w<NAIVE, 32>(L, ws, wait);

@@ -253,4 +253,28 @@ inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
   return g;
 }
 
+// Beyond K = 8192 the rows of blocks meet in the workspace whatever the block, and the block is chosen
+// by its grid: the column groups each warp walks (times the waves the grid takes) plus one for each
+// row of blocks (the meeting). On the H200 this picks 16 warps at 8192x28672 (7 full rows, 56 groups a
+// warp, where 32 warps leave 4 rows, the last half empty, and 63 groups: 36.8 against 38.4 us) and at
+// 4096x11008 (14.2 against 14.9), and keeps 32 at 4096x14336 and 5120x13824, where 8 warps' shorter
+// walks cost more in rows than they gain (notes/performance.md, forty-fourth session).
+// resident(w): the blocks of w warps the device holds at once.
+inline int64_t lane_cost(const LaneGrid& g, int64_t resident) {
+  const int64_t waves = (g.rows * g.columns + resident - 1) / resident;
+  return waves * g.per + g.rows;
+}
+template <class Resident>
+inline int lane_warps(int64_t n, int64_t k, Resident resident) {
+  if (k <= 32 * kLaneSlab) return lane_warps(k);
+  int best = 32;
+  int64_t least = 0;
+  for (const int w : {32, 16, 8}) {
+    const int64_t r = std::max<int64_t>(1, resident(w));
+    const int64_t c = lane_cost(lane_grid(n, k, w, r), r);
+    if (w == 32 || c < least) best = w, least = c;
+  }
+  return best;
+}
+
 }  // namespace dql::gemv

@@ -892,13 +892,17 @@ TEST_CASE(
   // - 4240x1024: 1060 column groups; on a device of 132 multiprocessors with 4 blocks each, ranges of 3
   //   groups, the last holding one.
   // - 1024x8192: blocks of 32 warps, the whole K in each.
+  // - 2048x11008 and 6144x8320: beyond K = 8192 the block is chosen by its grid (gemv::lane_warps); on a
+  //   device of 132 multiprocessors (4, 2, 1 blocks of 8, 16, 32 warps each) 3 rows of 16 warps, the
+  //   last with 11, and 5 rows of 8 warps, the last with one, meeting in the workspace.
   // Every group size the kernel reads (64, 128, one a channel), bias, activation and clamp in the
   // epilogue, and the naive conversion beside the recipe's (the same products: equal up to the order
   // in which the rows of blocks meet).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
-  const std::pair<int64_t, int64_t> shapes[] = {{48, 8320}, {64, 28672},  {32, 65792}, {64, 2176},
-                                                {16, 384},  {4240, 1024}, {1024, 8192}};
+  const std::pair<int64_t, int64_t> shapes[] = {{48, 8320},   {64, 28672},   {32, 65792},
+                                                {64, 2176},   {16, 384},     {4240, 1024},
+                                                {1024, 8192}, {2048, 11008}, {6144, 8320}};
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + k), n, k);
     for (const int group : {64, 128, static_cast<int>(k)}) {
