@@ -631,7 +631,7 @@ TEST_CASE("gemv split: NF4 cuts long slices into short ones up to 8 rows") {
   }
 }
 
-TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps by K and ranges of column groups") {
+TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps a block and ranges of column groups") {
   // Warps a block: as many as K has slabs of 256 rows, 8 at least, 32 at most.
   CHECK(gemv::lane_warps(128) == 8);
   CHECK(gemv::lane_warps(2048) == 8);

@@ -224,6 +224,7 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
 // One row of int4 on the CUDA cores (ft_lane_kernel): a warp owns a slab of 256 rows of K, a block
 // as many warps as K has slabs, 8, 16 or 32, so that up to K = 8192 a column range meets in shared
 // memory (a meeting in the workspace costs about 2 us on the H200, notes/performance.md, session 41).
+// Beyond K = 8192 the launcher asks lane_warps(n, k, resident) (below) instead.
 constexpr int64_t kLaneSlab = 256;
 inline int lane_warps(int64_t k) {
   const int64_t slabs = (k + kLaneSlab - 1) / kLaneSlab;
