@@ -103,19 +103,29 @@ __device__ unsigned* g_counters;
 // Called by every thread of a block of column range `range` once its partial sums are in g_sums: the
 // last of the range's gridDim.y blocks to arrive writes the n outputs at places at(i), i < n, as fp16
 // and leaves the workspace and the counter zero (a fence, an arrival counter: finish_tile's way).
-template <class At>
+// LIGHT: no fences; thread 0 arrives by one acquire-release atomic after the block's barrier, which
+// orders the block's sums before its arrival and, for the last, the others' sums before its reads.
+template <bool LIGHT = false, class At>
 __device__ void settle_range(unsigned range, int n, At at) {
-  __threadfence();
+  if (!LIGHT) __threadfence();
   __syncthreads();
   __shared__ int last;
   if (threadIdx.x == 0) {
-    const unsigned before = atomicAdd(g_counters + range, 1u);
+    unsigned before;
+    if constexpr (LIGHT) {
+      asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                   : "=r"(before)
+                   : "l"(g_counters + range)
+                   : "memory");
+    } else {
+      before = atomicAdd(g_counters + range, 1u);
+    }
     last = before + 1 == gridDim.y;
     if (last) g_counters[range] = 0u;
   }
   __syncthreads();
   if (!last) return;
-  __threadfence();
+  if (!LIGHT) __threadfence();
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
     const int64_t p = at(i);
     const float v = __ldcg(g_sums + p);

@@ -12,14 +12,17 @@
 // applied; the 8 warps of a block (8 slabs) meet in shared memory, blocks by atomics (FIN 0), as the
 // product's finish_tile does (FIN 1) or in a cluster along K (FIN 2). The variants: loads only,
 // fp16 products added a word in fp32 or four words in fp16, the scales taken where the warps meet
-// instead of a step at a time (MODE 3), blocks of 32 warps as the product's (NW), and the tensor
-// cores' diagonal (lane_mma_gemv). Each is checked against float64 products of the same weights; the
-// figures are in notes/performance.md (forty-first and forty-third sessions). The product's kernel grew
+// instead of a step at a time (MODE 3), blocks of 32 warps as the product's (NW), the tensor
+// cores' diagonal (lane_mma_gemv), the workspace meeting's arrival without fences (FIN 3), the whole K
+// of a range in one block by turns (lane_turns) and a ring of cp.async copies a lane (lane_ring). Each
+// is checked against float64 products of the same weights; the figures are in notes/performance.md
+// (forty-first, forty-third and forty-fourth sessions). The product's kernel grew
 // from this one (ft_lane_kernel in kernels/cuda/gemv.cu). TIMER_HOLD=1 times everything behind the
 // bench engine's stream hold.
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -I. -Inotes/experiments -o lane_gemv notes/experiments/lane_gemv.cu
-//   ./lane_gemv            (LANE_PROFILE=1: one launch of one variant a shape, for Nsight Compute)
+//   ./lane_gemv            (LANE_PROFILE=1: one launch of one variant a shape, for Nsight Compute;
+//                           LANE_TURNS=1, LANE_RING=1, LANE_FENCE=1: the forty-fourth session's tables)
 #include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -126,7 +129,8 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
 // FIN: how the blocks of a column range meet: 0 atomics into fp32 Y (timing only); 1 as the
 // product's finish_tile (atomics into a workspace, a fence, an arrival counter, the last block
 // writes fp16 Y and leaves the workspace zero); 2 a cluster along K, the partial sums read from the
-// other blocks' shared memory by the first (compute capability 9.0).
+// other blocks' shared memory by the first (compute capability 9.0); 3 as 1 with an acquire-release
+// arrival instead of the fences.
 // MODE 3: as 1 (fp32 a word, no add to zero), the scales left to the meeting: the walk reads none, the
 // lanes of a group of 128 rows meet by two shuffles and its two groups' sums of a channel go to shared
 // memory apart, to take their scales where the warps meet (FIN 0 only).
@@ -201,7 +205,7 @@ __global__ void __launch_bounds__(NW * 32, kMinBlocks)
       for (int w = 0; w < NW; ++w) s += part[w * cg_per_block * 4 + i];
       atomicAdd(Y + 4 * cg0 + i, s);
     }
-  } else if constexpr (FIN == 1) {
+  } else if constexpr (FIN == 1 || FIN == 3) {
     const auto sum = [&](int i) {
       float s = 0.0f;
 #pragma unroll
@@ -213,7 +217,7 @@ __global__ void __launch_bounds__(NW * 32, kMinBlocks)
       return;
     }
     for (int i = threadIdx.x; i < count * 4; i += blockDim.x) atomicAdd(g_sums + 4 * cg0 + i, sum(i));
-    settle_range(blockIdx.x, count * 4, [&](int i) { return int64_t{4} * cg0 + i; });
+    settle_range<FIN == 3>(blockIdx.x, count * 4, [&](int i) { return int64_t{4} * cg0 + i; });
   } else {
     namespace cg = cooperative_groups;
     cg::cluster_group cluster = cg::this_cluster();
@@ -234,6 +238,185 @@ __global__ void __launch_bounds__(NW * 32, kMinBlocks)
       }
     }
     cluster.sync();
+  }
+}
+
+// Turns: the whole K of a column range in one block of NW warps, so that no blocks meet. The block's
+// work is (slab, column group) pairs in quads of 4 groups (slab-major); warp w takes quads
+// [w Q / NW, (w + 1) Q / NW) of the Q, which fall into segments of one slab each (a "turn"). Every
+// segment is whole quads, so a segment's last round issues the next segment's first kDepth = 3 loads
+// into the slots the next segment starts from: the jump costs a few instructions a segment, nothing a
+// step. X for a segment's slab is read at its start (L2). Each (slab, group) has its own slot of
+// partial sums in shared memory ([slabs][count][4] floats); 16 lanes an output add them at the end, and
+// the block writes fp32 Y (no atomics). cg_per_block and the last range's groups: multiples of 4.
+template <int NW>
+__global__ void __launch_bounds__(NW * 32, 1)
+    lane_turns(const uint4* __restrict__ W, const __half2* __restrict__ X2, const __half* __restrict__ S,
+               float* __restrict__ Y, int N, int K, int cg_per_block) {
+  constexpr int A = 3;
+  extern __shared__ float part[];  // [slabs][count][4]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int t = lane / 8, c = (lane / 2) % 4, h = lane % 2;
+  const int groups = N / 4, slabs = K / 256;
+  const int cg0 = blockIdx.x * cg_per_block;
+  const int count = min(cg_per_block, groups - cg0);
+  const int qs = count / 4, total = slabs * qs;
+  int qa = static_cast<int>(int64_t{warp} * total / NW);
+  const int qb = static_cast<int>(int64_t{warp + 1} * total / NW);
+  const size_t stride = static_cast<size_t>(K) / 8;
+  const auto piece_at = [&](int slab, int j) {
+    return W + static_cast<size_t>(cg0 + j) * stride + slab * 32 + lane;
+  };
+  const auto scale_at = [&](int slab, int j) {
+    return S + static_cast<size_t>(slab * 2 + t / 2) * N + 4 * (cg0 + j) + c;
+  };
+  uint4 buf[A + 1];
+  __half sc[A + 1];
+  const uint4* p = nullptr;
+  const __half* sp = nullptr;
+  if (qa < qb) {
+    p = piece_at(qa / qs, 4 * (qa % qs));
+    sp = scale_at(qa / qs, 4 * (qa % qs));
+#pragma unroll
+    for (int d = 0; d < A; ++d) buf[d] = ldnc(p), sc[d] = *sp, p += stride, sp += 4;
+  }
+  while (qa < qb) {
+    const int slab = qa / qs, j0 = 4 * (qa % qs);
+    const int end = min(qb, (slab + 1) * qs);
+    const int rounds = end - qa;
+    const bool next = end < qb;  // the next segment starts at slab + 1, group 0
+    __half2 x[16];
+    const int k0 = slab * 256 + t * 64 + h * 32;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) x[i] = X2[k0 / 2 + i];
+    float* out = part + (static_cast<size_t>(slab) * count + j0) * 4 + c;
+    const auto body = [&](uint4 v, __half scv, int j) {
+      float s = lane_dot<1>(v, x);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
+      s *= __half2float(scv);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 16);
+      if (lane < 8 && h == 0) out[4 * j] = s;
+    };
+    int r = 0;
+    for (; r + 1 < rounds; ++r) {
+#pragma unroll
+      for (int d = 0; d <= A; ++d) {
+        const int slot = (d + A) % (A + 1);
+        buf[slot] = ldnc(p), sc[slot] = *sp;
+        p += stride, sp += 4;
+        body(buf[d], sc[d], 4 * r + d);
+      }
+    }
+    // The last round: its first load is this segment's last piece, the other three the next's first.
+    buf[A] = ldnc(p), sc[A] = *sp;
+    if (next) p = piece_at(slab + 1, 0), sp = scale_at(slab + 1, 0);
+    body(buf[0], sc[0], 4 * r);
+#pragma unroll
+    for (int d = 1; d <= A; ++d) {
+      if (next) {
+        buf[d - 1] = ldnc(p), sc[d - 1] = *sp;
+        p += stride, sp += 4;
+      }
+      body(buf[d], sc[d], 4 * r + d);
+    }
+    qa = end;
+  }
+  __syncthreads();
+  // 16 lanes an output, each adding every 16th slab; two outputs a warp.
+  const int sub = lane % 16;
+  for (int o = warp * 2 + lane / 16; o - lane / 16 < count * 4; o += NW * 2) {
+    float v = 0.0f;
+    if (o < count * 4)
+      for (int sl = sub; sl < slabs; sl += 16) v += part[static_cast<size_t>(sl) * count * 4 + o];
+    v += __shfl_xor_sync(0xFFFFFFFFu, v, 8);
+    v += __shfl_xor_sync(0xFFFFFFFFu, v, 4);
+    v += __shfl_xor_sync(0xFFFFFFFFu, v, 2);
+    v += __shfl_xor_sync(0xFFFFFFFFu, v, 1);
+    if (sub == 0 && o < count * 4) Y[4 * cg0 + o] = v;
+  }
+}
+
+// A ring of its own a lane: the walk's pieces and scales copied into shared memory by cp.async (16
+// and 4 bytes), D - 1 in flight beyond the one in use, so that the bytes in flight take no registers
+// (the register walk keeps 3 pieces, 12 registers, in flight a lane). Each lane reads only what it
+// copied, so no barrier: cp.async.wait_group before each read. The scale's 4 bytes hold channels
+// c & ~1 and c | 1. Blocks of 8 warps, atomics into fp32 Y (as FIN 0).
+__device__ __forceinline__ void cp16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+template <int D, int kMinBlocks>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
+    lane_ring(const uint4* __restrict__ W, const __half2* __restrict__ X2, const __half* __restrict__ S,
+              float* __restrict__ Y, int N, int K, int cg_per_block) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  uint4* ring = reinterpret_cast<uint4*>(smem_raw);                        // [D][256]
+  uint32_t* sring = reinterpret_cast<uint32_t*>(smem_raw + D * 256 * 16);  // [D][256]
+  float* part = reinterpret_cast<float*>(smem_raw + D * 256 * 20);         // [8][count][4]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int slab = blockIdx.y * kWarps + warp;
+  const int t = lane / 8, c = (lane / 2) % 4, h = lane % 2;
+  const int groups = N / 4;
+  const int cg0 = blockIdx.x * cg_per_block;
+  const int count = min(cg_per_block, groups - cg0);
+  const int k0 = slab * 256 + t * 64 + h * 32;
+  __half2 x[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) x[i] = X2[k0 / 2 + i];
+  const int g = slab * 2 + t / 2;
+  const size_t stride = static_cast<size_t>(K) / 8;
+  const uint4* src = W + static_cast<size_t>(cg0) * stride + slab * 32 + lane;
+  const __half* sp = S + static_cast<size_t>(g) * N + 4 * cg0 + (c & 2);
+  const uint32_t ring0 = static_cast<uint32_t>(__cvta_generic_to_shared(ring + threadIdx.x));
+  const uint32_t sring0 = static_cast<uint32_t>(__cvta_generic_to_shared(sring + threadIdx.x));
+  float* out = part + warp * cg_per_block * 4 + c;
+#pragma unroll
+  for (int d = 0; d < D - 1; ++d) {
+    if (d < count) cp16(ring0 + d * 256 * 16, src), cp4(sring0 + d * 256 * 4, sp);
+    cp_commit();
+    src += stride, sp += 4;
+  }
+  const auto step = [&](int d, int j, bool checked) {
+    const int slot = (d + D - 1) % D;
+    if (!checked || j + D - 1 < count) cp16(ring0 + slot * 256 * 16, src), cp4(sring0 + slot * 256 * 4, sp);
+    cp_commit();
+    src += stride, sp += 4;
+    cp_wait<D - 1>();
+    if (!checked || j < count) {
+      const uint4 v = ring[d * 256 + threadIdx.x];
+      const uint32_t s2 = sring[d * 256 + threadIdx.x];
+      const __half scv = __ushort_as_half(static_cast<unsigned short>((c & 1) ? s2 >> 16 : s2 & 0xFFFFu));
+      float s = lane_dot<1>(v, x);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
+      s *= __half2float(scv);
+      s += __shfl_xor_sync(0xFFFFFFFFu, s, 16);
+      if (lane < 8 && h == 0) out[4 * j] = s;
+    }
+  };
+  int j0 = 0;
+  for (; j0 + 2 * D - 1 <= count; j0 += D) {  // whole rounds whose copies all fall inside
+#pragma unroll
+    for (int d = 0; d < D; ++d) step(d, j0 + d, false);
+  }
+  for (; j0 < count; j0 += D) {
+#pragma unroll
+    for (int d = 0; d < D; ++d) step(d, j0 + d, true);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
+    atomicAdd(Y + 4 * cg0 + i, s);
   }
 }
 
@@ -394,6 +577,93 @@ int main() {
                     fp16_rel_err(y, ref_w));
       std::printf("\n");
     };
+    // Turns (lane_turns): one block a multiprocessor holding the whole K of its column range.
+    const auto run_turns = [&](auto kernel, const char* name, bool check, int nw) {
+      const int groups = N / 4;
+      const int per = ((groups + prop.multiProcessorCount - 1) / prop.multiProcessorCount + 3) / 4 * 4;
+      if (groups % 4 != 0 || K % 256 != 0) {
+        std::printf("  %-34s needs whole quads of groups and slabs\n", name);
+        return;
+      }
+      const size_t smem = size_t(K / 256) * per * 16;
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      const dim3 grid((groups + per - 1) / per);
+      const auto launch = [&] {
+        kernel<<<grid, nw * 32, smem>>>(reinterpret_cast<const uint4*>(dW.p),
+                                        reinterpret_cast<const __half2*>(dX.p),
+                                        static_cast<const __half*>(dS.p), dY.p, N, K, per);
+        CK(cudaGetLastError());
+      };
+      const std::vector<float> y = check ? outputs_once(launch, dY.p, dY.n, nullptr) : std::vector<float>{};
+      const double us = tm.median_us(launch);
+      std::printf("  %-34s %d warps  %4u blocks %3d groups %8.2f us %6.1f%% of copy", name, nw, grid.x, per,
+                  us, 100.0 * bytes / (us * 1e3) / copy_gbps);
+      if (check)
+        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", fp16_rel_err(y, pb.ref),
+                    fp16_rel_err(y, ref_w));
+      std::printf("\n");
+    };
+    // The per-lane ring (lane_ring): D slots of 20 bytes a lane, then the partial sums.
+    const auto run_ring = [&](auto kernel, const char* name, bool check, int d) {
+      const int groups = N / 4, ys = K / (256 * kWarps);
+      const auto smem_for = [&](int cgpb) { return size_t(d) * 256 * 20 + size_t(kWarps) * cgpb * 16; };
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+      int per = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kWarps * 32, smem_for(64)));
+      const int xs_max = std::max(1, per * prop.multiProcessorCount / ys);
+      const int cgpb = (groups + xs_max - 1) / xs_max;
+      const dim3 grid((groups + cgpb - 1) / cgpb, ys);
+      const size_t smem = smem_for(cgpb);
+      const auto launch = [&] {
+        kernel<<<grid, kWarps * 32, smem>>>(reinterpret_cast<const uint4*>(dW.p),
+                                            reinterpret_cast<const __half2*>(dX.p),
+                                            static_cast<const __half*>(dS.p), dY.p, N, K, cgpb);
+        CK(cudaGetLastError());
+      };
+      const std::vector<float> y = check ? outputs_once(launch, dY.p, dY.n, nullptr) : std::vector<float>{};
+      const double us = tm.median_us(launch);
+      std::printf("  %-34s %d blocks/SM %4u blocks %3d groups %8.2f us %6.1f%% of copy", name, per,
+                  grid.x * grid.y, cgpb, us, 100.0 * bytes / (us * 1e3) / copy_gbps);
+      if (check)
+        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", fp16_rel_err(y, pb.ref),
+                    fp16_rel_err(y, ref_w));
+      std::printf("\n");
+    };
+    if (std::getenv("LANE_FENCE")) {  // the workspace meeting with and without its fences
+      for (int round = 0; round < 2; ++round) {
+        const bool ck = round == 0;
+        run(lane_gemv<1, 3, 4>, "fp32 a word, atomics into fp32 Y", ck);
+        run(lane_gemv<1, 3, 4, 1>, "fp32 a word, workspace meeting", ck, 0, 1);
+        run(lane_gemv<1, 3, 4, 3>, "workspace meeting, acq_rel arrival", ck, 0, 1);
+        run(lane_gemv<1, 3, 2, 1, 16>, "16 warps, workspace meeting", ck, 0, 1, 16);
+        run(lane_gemv<1, 3, 2, 3, 16>, "16 warps, acq_rel arrival", ck, 0, 1, 16);
+      }
+      continue;
+    }
+    if (std::getenv("LANE_RING")) {  // the per-lane ring beside the register walk
+      for (int round = 0; round < 2; ++round) {
+        const bool ck = round == 0;
+        run(lane_gemv<1, 3, 4>, "fp32 a word, atomics into fp32 Y", ck);
+        run_ring(lane_ring<4, 4>, "ring of 4, 4 blocks", ck, 4);
+        run_ring(lane_ring<6, 4>, "ring of 6, 4 blocks", ck, 6);
+        run_ring(lane_ring<8, 4>, "ring of 8, 4 blocks", ck, 8);
+        run_ring(lane_ring<6, 5>, "ring of 6, 5 blocks", ck, 6);
+        run_ring(lane_ring<4, 6>, "ring of 4, 6 blocks", ck, 4);
+        run_ring(lane_ring<6, 6>, "ring of 6, 6 blocks", ck, 6);
+      }
+      continue;
+    }
+    if (std::getenv("LANE_TURNS")) {  // the turns beside the walks they would replace
+      for (int round = 0; round < 2; ++round) {
+        const bool ck = round == 0;
+        run(lane_gemv<1, 3, 4>, "fp32 a word, atomics into fp32 Y", ck);
+        run(lane_gemv<1, 3, 4, 1>, "fp32 a word, workspace meeting", ck, 0, 1);
+        run(lane_gemv<1, 3, 1, 1, 32>, "fp32 a word, 32 warps, fp16 Y or workspace", ck, 0, 1, 32);
+        run_turns(lane_turns<32>, "turns, 32 warps", ck, 32);
+        run_turns(lane_turns<28>, "turns, 28 warps", ck, 28);
+      }
+      continue;
+    }
     if (std::getenv("LANE_PROFILE")) {  // one launch each, for Nsight Compute
       run(lane_gemv<1, 3, 4>, "fp32 a word, 3 ahead", true);
       continue;
