@@ -20,7 +20,7 @@
 // from this one (ft_lane_kernel in kernels/cuda/gemv.cu). TIMER_HOLD=1 times everything behind the
 // bench engine's stream hold.
 //
-//   nvcc -O3 -arch=sm_90 -std=c++17 -I. -Inotes/experiments -o lane_gemv notes/experiments/lane_gemv.cu
+//   nvcc -O3 -arch=sm_90 -std=c++20 -I. -Inotes/experiments -o lane_gemv notes/experiments/lane_gemv.cu
 //   ./lane_gemv            (LANE_PROFILE=1: one launch of one variant a shape, for Nsight Compute;
 //                           LANE_TURNS=1, LANE_RING=1, LANE_FENCE=1: the forty-fourth session's tables)
 #include <cooperative_groups.h>
@@ -125,6 +125,53 @@ __device__ __forceinline__ void walk(const uint4* p, size_t stride, const __half
   }
 }
 
+// Where a lane of the walk stands (lane_gemv, lane_ring): its warp, its warp's slab of 256 rows of K,
+// its tile t, channel c and half h, its block's first column group and count of groups, its first row
+// of K.
+struct Place {
+  int warp, lane, slab, t, c, h, cg0, count, k0;
+};
+__device__ __forceinline__ Place place(int nw, int n, int cg_per_block) {
+  Place p;
+  p.warp = threadIdx.x / 32, p.lane = threadIdx.x % 32;
+  p.slab = blockIdx.y * nw + p.warp;
+  p.t = p.lane / 8, p.c = (p.lane / 2) % 4, p.h = p.lane % 2;
+  p.cg0 = blockIdx.x * cg_per_block;
+  p.count = min(cg_per_block, n / 4 - p.cg0);
+  p.k0 = p.slab * 256 + p.t * 64 + p.h * 32;
+  return p;
+}
+
+// The lane's 32 values of X (rows k0 .. k0 + 31), in registers for the whole walk.
+__device__ __forceinline__ void load_x(const __half2* X2, int k0, __half2 (&x)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) x[i] = X2[k0 / 2 + i];
+}
+
+// One step's end: the lane's 32 products (lane_dot<PREC>), the lanes of a channel met by shuffles with
+// the group's scale taken after the tile's two halves, and the channel's sum stored by its first lane.
+template <int PREC>
+__device__ __forceinline__ void channel_sum(uint4 v, __half scale, const __half2 (&x)[16], int lane,
+                                            float* out) {
+  float s = lane_dot<PREC>(v, x);
+  s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
+  s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
+  s *= __half2float(scale);
+  s += __shfl_xor_sync(0xFFFFFFFFu, s, 16);
+  if (lane < 8 && lane % 2 == 0) *out = s;
+}
+
+// The block's warps met: each output's NW partial sums added and put into fp32 Y by an atomic.
+template <int NW>
+__device__ __forceinline__ void add_warps_atomic(const float* part, int cg_per_block, int count, float* y) {
+  for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) s += part[w * cg_per_block * 4 + i];
+    atomicAdd(y + i, s);
+  }
+}
+
 // kDepth loads in flight a lane beyond the one being used; kMinBlocks sets the register cap.
 // FIN: how the blocks of a column range meet: 0 atomics into fp32 Y (timing only); 1 as the
 // product's finish_tile (atomics into a workspace, a fence, an arrival counter, the last block
@@ -141,19 +188,9 @@ __global__ void __launch_bounds__(NW * 32, kMinBlocks)
     lane_gemv(const uint4* __restrict__ W, const __half2* __restrict__ X2, const __half* __restrict__ S,
               float* __restrict__ Y, int N, int K, int cg_per_block) {
   extern __shared__ float part[];  // [NW][cg_per_block * 4]
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int slab = blockIdx.y * NW + warp;
-  const int t = lane / 8, c = (lane / 2) % 4, h = lane % 2;
-  const int groups = N / 4;
-  const int cg0 = blockIdx.x * cg_per_block;
-  const int count = min(cg_per_block, groups - cg0);
-  const int k0 = slab * 256 + t * 64 + h * 32;
+  const auto [warp, lane, slab, t, c, h, cg0, count, k0] = place(NW, N, cg_per_block);
   __half2 x[16];
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) x[4 * p + i] = X2[k0 / 2 + 4 * p + i];
-  }
+  load_x(X2, k0, x);
   const int g = slab * 2 + t / 2;                    // group of 128 rows
   const size_t stride = static_cast<size_t>(K) / 8;  // uint4 a column group
   const uint4* src = W + static_cast<size_t>(cg0) * stride + slab * 32 + lane;
@@ -171,12 +208,7 @@ __global__ void __launch_bounds__(NW * 32, kMinBlocks)
       s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
       if ((lane & 9) == 0) out2[8 * j] = s;
     } else {
-      float s = lane_dot<MODE>(v, x);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
-      s *= __half2float(sc);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 16);
-      if (lane < 8 && h == 0) out[4 * j] = s;
+      channel_sum<MODE>(v, sc, x, lane, out + 4 * j);
     }
   };
   walk<kDepth, decltype(body), MODE != 3>(src, stride, scale, count, body);
@@ -199,12 +231,7 @@ __global__ void __launch_bounds__(NW * 32, kMinBlocks)
       atomicAdd(Y + 4 * cg0 + i, s);
     }
   } else if constexpr (FIN == 0) {
-    for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
-      float s = 0.0f;
-#pragma unroll
-      for (int w = 0; w < NW; ++w) s += part[w * cg_per_block * 4 + i];
-      atomicAdd(Y + 4 * cg0 + i, s);
-    }
+    add_warps_atomic<NW>(part, cg_per_block, count, Y + 4 * cg0);
   } else if constexpr (FIN == 1 || FIN == 3) {
     const auto sum = [&](int i) {
       float s = 0.0f;
@@ -286,18 +313,9 @@ __global__ void __launch_bounds__(NW * 32, 1)
     const int rounds = end - qa;
     const bool next = end < qb;  // the next segment starts at slab + 1, group 0
     __half2 x[16];
-    const int k0 = slab * 256 + t * 64 + h * 32;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) x[i] = X2[k0 / 2 + i];
+    load_x(X2, slab * 256 + t * 64 + h * 32, x);
     float* out = part + (static_cast<size_t>(slab) * count + j0) * 4 + c;
-    const auto body = [&](uint4 v, __half scv, int j) {
-      float s = lane_dot<1>(v, x);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
-      s *= __half2float(scv);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 16);
-      if (lane < 8 && h == 0) out[4 * j] = s;
-    };
+    const auto body = [&](uint4 v, __half scv, int j) { channel_sum<1>(v, scv, x, lane, out + 4 * j); };
     int r = 0;
     for (; r + 1 < rounds; ++r) {
 #pragma unroll
@@ -361,16 +379,9 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   uint4* ring = reinterpret_cast<uint4*>(smem_raw);                        // [D][256]
   uint32_t* sring = reinterpret_cast<uint32_t*>(smem_raw + D * 256 * 16);  // [D][256]
   float* part = reinterpret_cast<float*>(smem_raw + D * 256 * 20);         // [8][count][4]
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int slab = blockIdx.y * kWarps + warp;
-  const int t = lane / 8, c = (lane / 2) % 4, h = lane % 2;
-  const int groups = N / 4;
-  const int cg0 = blockIdx.x * cg_per_block;
-  const int count = min(cg_per_block, groups - cg0);
-  const int k0 = slab * 256 + t * 64 + h * 32;
+  const auto [warp, lane, slab, t, c, h, cg0, count, k0] = place(kWarps, N, cg_per_block);
   __half2 x[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) x[i] = X2[k0 / 2 + i];
+  load_x(X2, k0, x);
   const int g = slab * 2 + t / 2;
   const size_t stride = static_cast<size_t>(K) / 8;
   const uint4* src = W + static_cast<size_t>(cg0) * stride + slab * 32 + lane;
@@ -394,12 +405,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
       const uint4 v = ring[d * 256 + threadIdx.x];
       const uint32_t s2 = sring[d * 256 + threadIdx.x];
       const __half scv = __ushort_as_half(static_cast<unsigned short>((c & 1) ? s2 >> 16 : s2 & 0xFFFFu));
-      float s = lane_dot<1>(v, x);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 8);
-      s *= __half2float(scv);
-      s += __shfl_xor_sync(0xFFFFFFFFu, s, 16);
-      if (lane < 8 && h == 0) out[4 * j] = s;
+      channel_sum<1>(v, scv, x, lane, out + 4 * j);
     }
   };
   int j0 = 0;
@@ -412,12 +418,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
     for (int d = 0; d < D; ++d) step(d, j0 + d, true);
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
-    float s = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
-    atomicAdd(Y + 4 * cg0 + i, s);
-  }
+  add_warps_atomic<kWarps>(part, cg_per_block, count, Y + 4 * cg0);
 }
 
 // d = A B + c for m16n8k16 (fp16 in, fp32 out) with A's rows 8-15 zero: a0 holds (row g, columns
@@ -487,12 +488,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
     if (writer) out[4 * j] = r;
   });
   __syncthreads();
-  for (int i = threadIdx.x; i < count * 4; i += blockDim.x) {
-    float s = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) s += part[w * cg_per_block * 4 + i];
-    atomicAdd(Y + 4 * cg0 + i, s);
-  }
+  add_warps_atomic<kWarps>(part, cg_per_block, count, Y + 4 * cg0);
 }
 
 struct Shape {
@@ -525,6 +521,20 @@ int main() {
     const Meeting meeting(N, N);
     const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + N * 2.0;
     std::printf("%dx%d: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
+    // One checked run on zeroed outputs (fp32 Y, or the workspace's fp16 outputs yh), the timed median
+    // and the row; `grid` says how the grid was made.
+    const auto report = [&](const auto& launch, const char* name, const char* grid, bool check,
+                            const __half* yh) {
+      const std::vector<float> y = check ? outputs_once(launch, dY.p, dY.n, yh) : std::vector<float>{};
+      const double us = std::getenv("LANE_PROFILE") ? 0.0 : tm.median_us(launch);
+      std::printf("  %-34s %s %8.2f us %6.1f%% of copy", name, grid, us,
+                  100.0 * bytes / (us * 1e3) / copy_gbps);
+      if (check)
+        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", fp16_rel_err(y, pb.ref),
+                    fp16_rel_err(y, ref_w));
+      std::printf("\n");
+    };
+    char grid_text[64];
     const auto run = [&](auto kernel, const char* name, bool check, int blocks_cap = 0, int fin = 0,
                          int nw = kWarps) {
       // One wave: as many column groups a block as fill the multiprocessors' resident blocks.
@@ -567,15 +577,9 @@ int main() {
                               reinterpret_cast<const __half2*>(dX.p), static_cast<const __half*>(dS.p), dY.p,
                               N, K, cgpb));
       };
-      const std::vector<float> y =
-          check ? outputs_once(launch, dY.p, dY.n, fin == 0 ? nullptr : meeting.yh.p) : std::vector<float>{};
-      const double us = std::getenv("LANE_PROFILE") ? 0.0 : tm.median_us(launch);
-      std::printf("  %-34s %d blocks/SM %4u blocks %3d groups %8.2f us %6.1f%% of copy", name, per,
-                  grid.x * grid.y, cgpb, us, 100.0 * bytes / (us * 1e3) / copy_gbps);
-      if (check)
-        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", fp16_rel_err(y, pb.ref),
-                    fp16_rel_err(y, ref_w));
-      std::printf("\n");
+      std::snprintf(grid_text, sizeof grid_text, "%d blocks/SM %4u blocks %3d groups", per, grid.x * grid.y,
+                    cgpb);
+      report(launch, name, grid_text, check, fin == 0 ? nullptr : meeting.yh.p);
     };
     // Turns (lane_turns): one block a multiprocessor holding the whole K of its column range.
     const auto run_turns = [&](auto kernel, const char* name, bool check, int nw) {
@@ -594,14 +598,8 @@ int main() {
                                         static_cast<const __half*>(dS.p), dY.p, N, K, per);
         CK(cudaGetLastError());
       };
-      const std::vector<float> y = check ? outputs_once(launch, dY.p, dY.n, nullptr) : std::vector<float>{};
-      const double us = tm.median_us(launch);
-      std::printf("  %-34s %d warps  %4u blocks %3d groups %8.2f us %6.1f%% of copy", name, nw, grid.x, per,
-                  us, 100.0 * bytes / (us * 1e3) / copy_gbps);
-      if (check)
-        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", fp16_rel_err(y, pb.ref),
-                    fp16_rel_err(y, ref_w));
-      std::printf("\n");
+      std::snprintf(grid_text, sizeof grid_text, "%d warps  %4u blocks %3d groups", nw, grid.x, per);
+      report(launch, name, grid_text, check, nullptr);
     };
     // The per-lane ring (lane_ring): D slots of 20 bytes a lane, then the partial sums.
     const auto run_ring = [&](auto kernel, const char* name, bool check, int d) {
@@ -620,14 +618,9 @@ int main() {
                                             static_cast<const __half*>(dS.p), dY.p, N, K, cgpb);
         CK(cudaGetLastError());
       };
-      const std::vector<float> y = check ? outputs_once(launch, dY.p, dY.n, nullptr) : std::vector<float>{};
-      const double us = tm.median_us(launch);
-      std::printf("  %-34s %d blocks/SM %4u blocks %3d groups %8.2f us %6.1f%% of copy", name, per,
-                  grid.x * grid.y, cgpb, us, 100.0 * bytes / (us * 1e3) / copy_gbps);
-      if (check)
-        std::printf("  rel err %.2e (scale outside) %.2e (rounded weights)", fp16_rel_err(y, pb.ref),
-                    fp16_rel_err(y, ref_w));
-      std::printf("\n");
+      std::snprintf(grid_text, sizeof grid_text, "%d blocks/SM %4u blocks %3d groups", per, grid.x * grid.y,
+                    cgpb);
+      report(launch, name, grid_text, check, nullptr);
     };
     if (std::getenv("LANE_FENCE")) {  // the workspace meeting with and without its fences
       for (int round = 0; round < 2; ++round) {
