@@ -259,7 +259,9 @@ inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
 // row of blocks (the meeting). On the H200 this picks 16 warps at 8192x28672 (7 full rows, 56 groups a
 // warp, where 32 warps leave 4 rows, the last half empty, and 63 groups: 36.8 against 38.4 us) and at
 // 4096x11008 (14.2 against 14.9), and keeps 32 at 4096x14336 and 5120x13824, where 8 warps' shorter
-// walks cost more in rows than they gain (notes/performance.md, forty-fourth session).
+// walks cost more in rows than they gain (notes/performance.md, forty-fourth session). One group a row
+// undercounts the rows where the walks are short: at 2048x11008 (6 groups a warp against 8) its 16
+// warps are 0.3-0.6 us slower than 32.
 // resident(w): the blocks of w warps the device holds at once.
 inline int64_t lane_cost(const LaneGrid& g, int64_t resident) {
   const int64_t waves = (g.rows * g.columns + resident - 1) / resident;
