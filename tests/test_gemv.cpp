@@ -675,6 +675,15 @@ TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps a block and rang
   CHECK(gemv::lane_warps(6144, 8320, h200) == 8);  // the GPU suite's shapes for 8 and 16 warps
   CHECK(gemv::lane_warps(2048, 11008, h200) == 16);
   CHECK(gemv::lane_warps(48, 8320, h200) == 32);  // few groups: the fewest rows
+  // Where two blocks cost the same, the smaller: 7168x18432 (31 + 9 against 35 + 5), 1024x11008 (3 + 3
+  // against 4 + 2), 1536x8960 (5 + 3 against 6 + 2).
+  CHECK(gemv::lane_cost(gemv::lane_grid(7168, 18432, 8, 528), 528) == 31 + 9);
+  CHECK(gemv::lane_cost(gemv::lane_grid(7168, 18432, 16, 264), 264) == 35 + 5);
+  CHECK(gemv::lane_warps(7168, 18432, h200) == 8);
+  CHECK(gemv::lane_warps(1024, 11008, h200) == 16);
+  CHECK(gemv::lane_warps(1536, 8960, h200) == 16);
+  CHECK(gemv::lane_warps(16384, 53248, h200) == 8);  // one wave of 8-warp blocks against 4 of 32
+  CHECK(gemv::lane_warps(14336, 28672, h200) == 16);
   // A device that holds one block at a time: the fewest rows of blocks.
   CHECK(gemv::lane_warps(8192, 28672, [](int) { return int64_t{1}; }) == 32);
   // Every grid covers the column groups and K, and keeps its partial sums within the bound, for

@@ -256,12 +256,13 @@ inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
 
 // Beyond K = 8192 the rows of blocks meet in the workspace whatever the block, and the block is chosen
 // by its grid: the column groups each warp walks (times the waves the grid takes) plus one for each
-// row of blocks (the meeting). On the H200 this picks 16 warps at 8192x28672 (7 full rows, 56 groups a
-// warp, where 32 warps leave 4 rows, the last half empty, and 63 groups: 36.8 against 38.4 us) and at
-// 4096x11008 (14.2 against 14.9), and keeps 32 at 4096x14336 and 5120x13824, where 8 warps' shorter
-// walks cost more in rows than they gain (notes/performance.md, forty-fourth session). One group a row
-// undercounts the rows where the walks are short: at 2048x11008 (6 groups a warp against 8) its 16
-// warps are 0.3-0.6 us slower than 32.
+// row of blocks (the meeting), the smaller block where two cost the same. On the H200 this picks 16
+// warps at 8192x28672 (7 full rows, 56 groups a warp, where 32 warps leave 4 rows, the last half empty,
+// and 63 groups: 36.8 against 38.3 us) and 14336x28672 (59.9 against 72.9), 8 at 16384x53248 (120.6
+// against 132.3) and 7168x18432, and keeps 32 at 4096x14336 and 5120x13824, where 8 warps' shorter
+// walks cost more in rows than they gain. Over 17 shapes with K from 8960 to 53248 its picks were 2.2 us
+// in all from the fastest of the three, where 32 warps everywhere were 35 us (notes/performance.md,
+// forty-fourth session).
 // resident(w): the blocks of w warps the device holds at once.
 inline int64_t lane_cost(const LaneGrid& g, int64_t resident) {
   const int64_t waves = (g.rows * g.columns + resident - 1) / resident;
@@ -270,12 +271,12 @@ inline int64_t lane_cost(const LaneGrid& g, int64_t resident) {
 template <class Resident>
 inline int lane_warps(int64_t n, int64_t k, Resident resident) {
   if (k <= 32 * kLaneSlab) return lane_warps(k);
-  int best = 32;
+  int best = 8;
   int64_t least = 0;
-  for (const int w : {32, 16, 8}) {
+  for (const int w : {8, 16, 32}) {
     const int64_t r = std::max<int64_t>(1, resident(w));
     const int64_t c = lane_cost(lane_grid(n, k, w, r), r);
-    if (w == 32 || c < least) best = w, least = c;
+    if (w == 8 || c < least) best = w, least = c;
   }
   return best;
 }
