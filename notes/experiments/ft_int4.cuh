@@ -148,6 +148,27 @@ struct DevBuf {
   DevBuf& operator=(const DevBuf&) = delete;
 };
 
+// The bytes a product of the problem moves with M rows of X: each input read once, fp16 Y written once.
+inline double int4_bytes(const Int4Problem& pb, int m, int n) {
+  return double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + double(m) * n * 2.0;
+}
+
+// The problem on the device for M rows of X: its weights, scales and X copied there, fp32 outputs, and
+// the bytes a product moves.
+struct Int4OnDevice {
+  DevBuf<uint32_t> w;
+  DevBuf<__half> s, x;
+  DevBuf<float> y;
+  double bytes;
+  Int4OnDevice(const Int4Problem& pb, int m, int n)
+      : w(pb.words), s(pb.s), x(pb.x), y(size_t(m) * n), bytes(int4_bytes(pb, m, n)) {}
+};
+
+// A shape the programs run: N channels by K rows.
+struct Shape {
+  int n, k;
+};
+
 // settle_range's workspace for `outputs` outputs and `ranges` column ranges: fp16 outputs, fp32 sums
 // and arrival counters (both zero), bound to g_yh, g_sums and g_counters.
 struct Meeting {

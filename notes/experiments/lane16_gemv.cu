@@ -257,24 +257,16 @@ __global__ void __launch_bounds__(W * 32, MINB)
   }
 }
 
-struct Shape {
-  int n, k;
-};
-
 int main() {
   Lab lab;
-  const cudaDeviceProp& prop = lab.prop;
-  Timer& tm = lab.tm;
-  const double copy_gbps = lab.copy_gbps;
+  auto& [prop, tm, copy_gbps] = lab;
   const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}};
   for (const Shape& sh : shapes) {
     const int N = sh.n, K = sh.k, G = 128;
     const Int4Problem pb = int4_problem(kM, N, K, G);
-    const DevBuf<uint32_t> dW(pb.words);
-    const DevBuf<__half> dS(pb.s), dX(pb.x);
-    const DevBuf<float> dY(size_t(kM) * N);
+    const Int4OnDevice dev(pb, kM, N);
+    const auto& [dW, dS, dX, dY, bytes] = dev;
     const Meeting meeting(size_t(kM) * N, N);
-    const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + kM * N * 2.0;
     std::printf("%dx%d M=16: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
     const auto run = [&](auto kernel, const char* name, int W, int SG, int R, int fin, bool check,
                          int nb = 2) {

@@ -491,15 +491,9 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks)
   add_warps_atomic<kWarps>(part, cg_per_block, count, Y + 4 * cg0);
 }
 
-struct Shape {
-  int n, k;
-};
-
 int main() {
   Lab lab;
-  const cudaDeviceProp& prop = lab.prop;
-  Timer& tm = lab.tm;
-  const double copy_gbps = lab.copy_gbps;
+  auto& [prop, tm, copy_gbps] = lab;
   const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}, {4096, 4096}};
   for (const Shape& sh : shapes) {
     const int N = sh.n, K = sh.k, G = 128;
@@ -515,11 +509,9 @@ int main() {
       }
       ref_w[n] = b;
     }
-    const DevBuf<uint32_t> dW(pb.words);
-    const DevBuf<__half> dS(pb.s), dX(pb.x);
-    const DevBuf<float> dY(N);
+    const Int4OnDevice dev(pb, 1, N);
+    const auto& [dW, dS, dX, dY, bytes] = dev;
     const Meeting meeting(N, N);
-    const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + N * 2.0;
     std::printf("%dx%d: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
     // One checked run on zeroed outputs (fp32 Y, or the workspace's fp16 outputs yh), the timed median
     // and the row; `grid` says how the grid was made.

@@ -228,15 +228,9 @@ __global__ void __launch_bounds__(WB * 32, MINB)
   if (xo == 0x12345678u) sink = xo;
 }
 
-struct Shape {
-  int n, k;
-};
-
 int main() {
   Lab lab;
-  const cudaDeviceProp& prop = lab.prop;
-  Timer& tm = lab.tm;
-  const double copy_gbps = lab.copy_gbps;
+  auto& [prop, tm, copy_gbps] = lab;
   const Shape shapes[] = {{28672, 8192}, {8192, 28672}, {8192, 8192}};
   const bool profile = std::getenv("WALK_PROFILE") != nullptr;  // one launch a variant, one shape
   for (const Shape& sh : shapes) {
@@ -273,7 +267,7 @@ int main() {
     const DevBuf<uint32_t> dW(pb.words);
     const DevBuf<__half> dS(pb.s), dXp(xp);
     const DevBuf<float> dC(c4), dY(size_t(kM) * N);
-    const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + kM * N * 2.0;
+    const double bytes = int4_bytes(pb, kM, N);
     std::printf("%dx%d M=16: floor %.1f us\n", N, K, bytes / copy_gbps / 1e3);
     const auto run = [&](auto kernel, const char* name, int WB, bool check) {
       int per = 0;
