@@ -38,6 +38,7 @@
 #include "gemv_io.cuh"
 #include "kernels/gemv/split.hpp"
 #include "kernels/quant/quant.hpp"
+#include "wgmma.cuh"
 
 namespace dql::cuda::io {
 
@@ -102,21 +103,6 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
   return v;
 }
 
-// The shared-memory matrix descriptor of a K-major operand with the 128-byte swizzle: start address,
-// leading byte offset (unused with this swizzle: 1), stride byte offset 1024 (8 rows of 128 bytes).
-__device__ __forceinline__ uint64_t swizzled_desc(uint32_t addr) {
-  return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) |
-         (uint64_t{1} << 62);
-}
-
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wg_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
 // Keeps the compiler from moving accumulators across the asynchronous products.
 template <int R>
 __device__ __forceinline__ void hold(float (&d)[R]) {

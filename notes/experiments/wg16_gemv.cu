@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "ft_int4.cuh"
+#include "kernels/cuda/wgmma.cuh"
 
 constexpr int kM = 16;
 
@@ -46,19 +47,10 @@ __device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t b, uint32_t
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-// K-major operand, 128-byte swizzle: start, leading offset unused (1), 1024 bytes between 8-row atoms.
-__device__ __forceinline__ uint64_t swz_desc(uint32_t addr) {
-  return static_cast<uint64_t>((addr & 0x3FFFFu) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) |
-         (uint64_t{1} << 62);
-}
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void wg_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
+using dql::cuda::io::swizzled_desc;  // the product's wgmma plumbing (kernels/cuda/wgmma.cuh)
+using dql::cuda::io::wg_commit;
+using dql::cuda::io::wg_fence;
+using dql::cuda::io::wg_wait;
 // d (+)= A (64 x 16) B (16 x 16): d[4 j + e] is channel g + 8 (e / 2) of the warp's 16 and token
 // 8 j + 2 q + (e % 2).
 __device__ __forceinline__ void wgmma16(float (&d)[8], const uint32_t (&a)[4], uint64_t desc) {
@@ -159,7 +151,7 @@ __device__ __forceinline__ void step_mma(const uint32_t (&a)[8][4], float (&d)[8
   const uint32_t tb = xbase + st * 4096;  // the step's two 64-column tiles
   wg_fence();
 #pragma unroll
-  for (int c = 0; c < 8; ++c) wgmma16(d, a[c], swz_desc(tb + (c / 4) * 2048 + 32 * (c % 4)));
+  for (int c = 0; c < 8; ++c) wgmma16(d, a[c], swizzled_desc(tb + (c / 4) * 2048 + 32 * (c % 4)));
   wg_commit();
 }
 
@@ -414,7 +406,7 @@ __global__ void __launch_bounds__(512, 1)
             const uint32_t tb = xbase + d * 4096;
             wg_fence();
 #pragma unroll
-            for (int c = 0; c < 8; ++c) wgmma16(D, a[c], swz_desc(tb + (c / 4) * 2048 + 32 * (c % 4)));
+            for (int c = 0; c < 8; ++c) wgmma16(D, a[c], swizzled_desc(tb + (c / 4) * 2048 + 32 * (c % 4)));
             wg_commit();
             wg_wait<1>();
             hold(A[(d + 1) % 2]);
@@ -440,23 +432,19 @@ __global__ void __launch_bounds__(WG * 128, 1)
   if (threadIdx.x == 1000) sink = 1;
 }
 
-struct Shape {
+struct ShapeRuns {  // a shape and the runs of K a column tile is cut into
   int n, k, runs;
 };
 
 int main() {
   Lab lab;
-  const cudaDeviceProp& prop = lab.prop;
-  Timer& tm = lab.tm;
-  const double copy_gbps = lab.copy_gbps;
-  const Shape shapes[] = {{28672, 8192, 2}, {8192, 28672, 7}, {8192, 8192, 2}};
-  for (const Shape& sh : shapes) {
+  auto& [prop, tm, copy_gbps] = lab;
+  const ShapeRuns shapes[] = {{28672, 8192, 2}, {8192, 28672, 7}, {8192, 8192, 2}};
+  for (const ShapeRuns& sh : shapes) {
     const int N = sh.n, K = sh.k, G = 128;
     const Int4Problem pb = int4_problem(kM, N, K, G);
-    const DevBuf<uint32_t> dW(pb.words);
-    const DevBuf<__half> dS(pb.s), dX(pb.x);
-    const DevBuf<float> dY(size_t(kM) * N);
-    const double bytes = double(pb.words.size()) * 4 + pb.s.size() * 2 + pb.x.size() * 2 + kM * N * 2.0;
+    const Int4OnDevice dev(pb, kM, N);
+    const auto& [dW, dS, dX, dY, bytes] = dev;
     std::printf("%dx%d M=16: floor %.1f us, runs of %d rows\n", N, K, bytes / copy_gbps / 1e3, K / sh.runs);
     // `runs` runs of K, one block of `threads` a multiprocessor (as many as share the runs evenly)
     const auto measure = [&](auto kernel, const char* name, int threads, int runs, size_t smem, bool check) {
