@@ -103,6 +103,15 @@ __device__ __forceinline__ void tensor_copy_2d(void* dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(smem_addr(bar))
       : "memory");
 }
+// A box of a 3D tensor map (coordinates x, y, z, innermost first) into shared memory, completing on `bar`.
+__device__ __forceinline__ void tensor_copy_3d(void* dst, const CUtensorMap* map, int x, int y, int z,
+                                               uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar))
+      : "memory");
+}
 __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes, uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
@@ -118,6 +127,10 @@ __device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned b
 bool tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, unsigned elem_bytes, const void* base,
                    int64_t inner, int64_t outer, unsigned box_inner, unsigned box_outer,
                    CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_NONE);
+// A 3D tensor map of 4-byte or 2-byte elements (`type`): dims and box innermost first, strides in bytes
+// of dimensions 1 and 2 (any order: a box may take its dimensions in another order than memory).
+bool tensor_map_3d(CUtensorMap* map, CUtensorMapDataType type, const void* base, const int64_t (&dims)[3],
+                   const int64_t (&strides)[2], const unsigned (&box)[3], CUtensorMapSwizzle swizzle);
 
 // One thread's share of a stage of the mma.sync GEMM (64 rows of K) for a block of 256 threads and 128
 // channels, worked out once: XN = rows / 32 rows of X (16-byte pieces, rows 32 apart, the pieces of row i at
