@@ -715,6 +715,29 @@ TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps a block and rang
 // the run holding its first unit, whose part ends its run); every other part stores into its own
 // slot, below the settler's count and the rule's bound, from a run launched before the settler's
 // (a higher run index: the blocks take the runs in reverse).
+TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 9 to 16 rows") {
+  // The goal shapes and those of the GPU case, at 9, 12 and 16 rows, groups of 64, 128 and whole K,
+  // on compute capability 9.0.
+  for (const int64_t m : {9, 12, 16}) {
+    CHECK(gemv::walk16_takes(90, m, 28672, 8192, 128));
+    CHECK(gemv::walk16_takes(90, m, 8192, 28672, 64));
+    CHECK(gemv::walk16_takes(90, m, 4096, 4096, 4096));  // 2^24 weights: the least it takes
+    CHECK(gemv::walk16_takes(90, m, 128, 131072, 128));  // one range, 1024 steps
+    CHECK(gemv::walk16_takes(90, m, 4096, 11008, 64));   // 86 steps
+  }
+  // Outside 9 to 16 rows, before Hopper, on smaller matrices (2048x2048 ran 0.97-1.00x the ring), and
+  // where its blocks or steps would not fit the matrix.
+  CHECK_FALSE(gemv::walk16_takes(90, 8, 28672, 8192, 128));
+  CHECK_FALSE(gemv::walk16_takes(90, 17, 28672, 8192, 128));
+  CHECK_FALSE(gemv::walk16_takes(89, 16, 28672, 8192, 128));
+  CHECK_FALSE(gemv::walk16_takes(90, 16, 2048, 2048, 128));
+  CHECK_FALSE(gemv::walk16_takes(90, 16, 4096, 4096 - 128, 128));
+  CHECK_FALSE(gemv::walk16_takes(90, 16, 28672 + 64, 8192, 128));  // channels not a multiple of 128
+  CHECK_FALSE(gemv::walk16_takes(90, 16, 4096, 8192 + 64, 64));    // K not a multiple of 128
+  CHECK_FALSE(gemv::walk16_takes(90, 16, 4096, 8192, 192));        // a group neither 64 nor whole steps
+  CHECK_FALSE(gemv::walk16_takes(90, 16, 4096, 8192, 32));
+}
+
 TEST_CASE("gemv split: the persistent runs' parts of a tile meet in distinct slots, settled by one block") {
   int64_t walked = 0, refused = 0;
   for (int64_t per_tile : {2, 3, 4, 8, 16, 22, 56}) {

@@ -20,10 +20,12 @@
 namespace dql::cuda {
 
 namespace io {
-// The encoder comes from the driver through the runtime (no link to libcuda).
-bool tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, unsigned elem_bytes, const void* base,
-                   int64_t inner, int64_t outer, unsigned box_inner, unsigned box_outer,
-                   CUtensorMapSwizzle swizzle) {
+namespace {
+// The encoder comes from the driver through the runtime (no link to libcuda). dims, box: `rank`
+// each, innermost first; strides: the byte strides of dimensions 1 .. rank - 1.
+bool tensor_map(CUtensorMap* map, CUtensorMapDataType type, unsigned rank, const void* base,
+                const cuuint64_t* dims, const cuuint64_t* strides, const cuuint32_t* box,
+                CUtensorMapSwizzle swizzle) {
   using Encode = PFN_cuTensorMapEncodeTiled_v12000;
   static const Encode encode = [] {
     void* fn = nullptr;
@@ -37,13 +39,29 @@ bool tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, unsigned elem_byt
     return e == cudaSuccess && found == cudaDriverEntryPointSuccess ? reinterpret_cast<Encode>(fn) : nullptr;
   }();
   if (!encode) return false;
+  const cuuint32_t unit[3] = {1, 1, 1};
+  return encode(map, type, rank, const_cast<void*>(base), dims, strides, box, unit,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+}  // namespace
+
+bool tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, unsigned elem_bytes, const void* base,
+                   int64_t inner, int64_t outer, unsigned box_inner, unsigned box_outer,
+                   CUtensorMapSwizzle swizzle) {
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(inner), static_cast<cuuint64_t>(outer)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(inner) * elem_bytes};
   const cuuint32_t box[2] = {box_inner, box_outer};
-  const cuuint32_t unit[2] = {1, 1};
-  return encode(map, type, 2, const_cast<void*>(base), dims, strides, box, unit,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return tensor_map(map, type, 2, base, dims, strides, box, swizzle);
+}
+
+bool tensor_map_3d(CUtensorMap* map, CUtensorMapDataType type, const void* base, const int64_t (&dims)[3],
+                   const int64_t (&strides)[2], const unsigned (&box)[3], CUtensorMapSwizzle swizzle) {
+  const cuuint64_t d[3] = {static_cast<cuuint64_t>(dims[0]), static_cast<cuuint64_t>(dims[1]),
+                           static_cast<cuuint64_t>(dims[2])};
+  const cuuint64_t st[2] = {static_cast<cuuint64_t>(strides[0]), static_cast<cuuint64_t>(strides[1])};
+  const cuuint32_t b[3] = {box[0], box[1], box[2]};
+  return tensor_map(map, type, 3, base, d, st, b, swizzle);
 }
 }  // namespace io
 
@@ -59,6 +77,7 @@ using io::kWaitLimitNs;
 using io::meet_runs;
 using io::Out;
 using io::tensor_map_2d;
+using io::tensor_map_3d;
 using io::write_out;
 #ifdef DQL_BULK_COPY
 using io::bulk_copy;
@@ -67,6 +86,7 @@ using io::mbar_expect_tx;
 using io::mbar_init;
 using io::mbar_wait;
 using io::tensor_copy_2d;
+using io::tensor_copy_3d;
 #endif
 using recipes::OutType;
 
@@ -103,6 +123,13 @@ int64_t counter_count(const gemv::Weights& w, int64_t m) {
 // Halves a row of X takes re-laid for the copy-engine stages (units of at least 64 along K, each
 // padded by 8 halves).
 int64_t staged_x_halves(int64_t k) { return k + 8 * (k / 64 + 1); }
+// Rows of X the workspace holds re-laid: up to 64 (the copy-engine stages), and 16 wherever the
+// sixteen-row walk may run (its fragments for 16 tokens and its constants, 17 K halves, fit in 16
+// rows of staged_x_halves).
+int64_t staged_x_rows(int64_t m) {
+  static_assert(gemv::kWalkRows == 16, "the walk's X and constants fit 16 staged rows");
+  return std::min<int64_t>(m > 8 ? std::max<int64_t>(m, gemv::kWalkRows) : m, 64);
+}
 
 Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   char* p = static_cast<char*>(base);
@@ -166,6 +193,34 @@ __device__ __forceinline__ void mma_16832_s8(int (&d)[4], uint32_t a0, uint32_t 
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #else
   __trap();  // int8 m16n8k32 needs sm_80; the launcher refuses before this
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t p) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(p));
+#endif
+}
+
+// mma_16816 without `volatile`: the products depend on registers only, so the compiler may
+// interleave them with the dequant of the next words.
+template <OutType T>
+__device__ __forceinline__ void wide_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+#if __CUDA_ARCH__ >= 800
+  if constexpr (T == OutType::F16) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  } else {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
 #endif
 }
 
@@ -1074,6 +1129,43 @@ bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t wor
 // 28672x8192 (notes/performance.md, g34).
 constexpr int kOneTileBlocksPerSm = 3;
 
+// A launch of `grid` blocks of `threads` with `smem` bytes of dynamic shared memory that may start as
+// the programmatic dependent of the launch before it (it waits for it at griddepcontrol.wait).
+struct DependentLaunch {
+  cudaLaunchAttribute attr[1];
+  cudaLaunchConfig_t cfg = {};
+  DependentLaunch(int64_t grid, int threads, size_t smem) {
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = dim3(static_cast<unsigned>(grid));
+    cfg.blockDim = dim3(static_cast<unsigned>(threads));
+    cfg.dynamicSmemBytes = smem;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  DependentLaunch(const DependentLaunch&) = delete;
+  DependentLaunch& operator=(const DependentLaunch&) = delete;
+};
+
+// The settling kernel behind a product kernel of up to MAXM rows that added its partial sums into the
+// [N, M] workspace: launched as the product's programmatic dependent, it waits for it at
+// griddepcontrol.wait.
+template <OutType T, int MAXM>
+std::string launch_settle(const Out& o, float* sums) {
+  // Four or eight token tiles (17 rows and more) always settle by runs, so only the forms of up to
+  // 16 rows have the thread-per-channel kernel made.
+  const bool by_run = o.m >= kSettleRunFrom;
+  void (*settle)(Out, float*) = settle_run_kernel<T, MAXM>;
+  if constexpr (MAXM == 16) {
+    if (!by_run) settle = settle_channel_kernel<T, MAXM>;
+  }
+  const int64_t per_block = by_run ? settle_channels<MAXM>() : kSettleThreads;
+  DependentLaunch d((o.n + per_block - 1) / per_block, kSettleThreads, 0);
+  if (const cudaError_t e = cudaLaunchKernelEx(&d.cfg, settle, o, sums); e != cudaSuccess)
+    return std::string("the GEMV's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
+  return {};
+}
+
 template <int BITS, int WPT, OutType T, bool NAIVE, int NT, int SPG, bool XS, int STEPS>
 std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait) {
   using B = BulkShape<BITS, WPT, NT, STEPS>;
@@ -1155,27 +1247,9 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
     }
   }
   if (std::string e = product(settled, blocks); !e.empty()) return e;
-  cudaLaunchConfig_t cfg = {};
   // The settling kernel reads up to kMaxRows sums a channel, 16 at least: a 32-row one behind the
   // 16-row forms measured 5-15% slower at M = 16 (notes/performance.md, g13).
-  constexpr int kSettleMaxM = std::max(16, B::kMaxRows);
-  // Four or eight token tiles (17 rows and more) always settle by runs, so only the forms of up to
-  // 16 rows have the thread-per-channel kernel made.
-  const bool by_run = a.m >= kSettleRunFrom;
-  void (*settle)(Out, float*) = settle_run_kernel<T, kSettleMaxM>;
-  if constexpr (kSettleMaxM == 16) {
-    if (!by_run) settle = settle_channel_kernel<T, kSettleMaxM>;
-  }
-  const int64_t per_block = by_run ? settle_channels<kSettleMaxM>() : kSettleThreads;
-  cfg.gridDim = dim3(static_cast<unsigned>((a.n + per_block - 1) / per_block));
-  cfg.blockDim = dim3(kSettleThreads);
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  if (const cudaError_t e = cudaLaunchKernelEx(&cfg, settle, a.out, a.sums); e != cudaSuccess)
-    return std::string("the GEMV's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
+  if (std::string e = launch_settle<T, std::max(16, B::kMaxRows)>(a.out, a.sums); !e.empty()) return e;
   return status(kProduct, wait);
 }
 
@@ -1401,6 +1475,350 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
   }
 }
 
+// ---- W4A16 at 9 to 16 rows of X on compute capability 9.0: the copy engine feeds warps that own ----
+// ---- channels and walk K                                                                        ----
+//
+// A block of kWalkWarps warps owns ranges of 128 channels (32 column groups of the mixed-GEMM layout);
+// one more warp keeps a ring of kWalkStages stages full by the copy engine. A stage is one step of 128
+// rows of K of a range: the weights as one box of a 3D tensor map (a column group's 64-row tile is 128
+// bytes; rows of shared memory run [tile][column group], in the 128-byte swizzle), X as the A fragments
+// walk_x_kernel laid out for the step (4 KB: one 16-byte read a lane a fragment, the same for every
+// warp), the tokens' constants and the step's scale rows. Warp w owns n-tiles 4 w .. 4 w + 3 (8
+// channels each; X is the A operand of mma.m16n8k16 with the 16 tokens as rows, the weights the B
+// operand) and keeps their sums in registers from step to step. Lane l gives ldmatrix.x4 the address of
+// matrix l / 8 (tile, half), row l % 8 (channel): lane (g, q) then holds word q of the four 16-byte
+// pieces of its channel g, whose rows of K depend on q only, as the mma needs; the two column groups of
+// an n-tile are neighbouring rows, so the swizzle puts the eight rows of a matrix in distinct banks. The
+// words enter the mma unbiased (1024 + n from the low nibbles, 1024 + 16 n from the high ones, by one
+// LOP3 each; NAIVE: the same values by one integer-to-half conversion an element); X carries the high
+// pairs divided by 16, and each 64-row tile's sums start from minus its tokens' constant, so they come
+// out exact up to fp32 rounding and take the group's scale (groups of 64: each tile its own; else the
+// step's). The blocks share the (range, step) units stream-K fashion, an equal run each; a warp adds its
+// sums into the [N, M] workspace where a range or its run ends, and the settling kernel writes the
+// outputs. Against the copy-engine ring of two token tiles (one lane's loads of X and two mma a word,
+// 64-channel tiles, X copied a stage for every 64 channels), notes/performance.md (forty-fifth session).
+constexpr int kWalkWarps = 4;
+constexpr int kWalkTiles = 4;  // n-tiles a warp
+constexpr int kWalkStages = 4;
+constexpr int kWalkGroups = static_cast<int>(gemv::kWalkChannels) / 4;  // column groups a range
+static_assert(kWalkGroups == 2 * kWalkTiles * kWalkWarps, "a range's column groups are its warps' n-tiles");
+constexpr int kWalkThreads = (kWalkWarps + 1) * 32;
+// Blocks a multiprocessor: registers and shared memory let four of the fast form fit; three ran
+// 28672x8192 at 16 rows faster in the experiment (notes/performance.md, forty-fifth session).
+constexpr int kWalkBlocksPerSm = 3;
+
+struct WalkShape {
+  static constexpr int kW = kWalkGroups * 256;    // a step's weights: two 64-row tiles a column group
+  static constexpr int kX = 4096;                 // 8 A fragments x 32 lanes x 16 bytes
+  static constexpr int kC = 256;                  // minus the constants: 2 tiles x 8 lanes x float4
+  static constexpr int kS = 2 * kWalkGroups * 8;  // one or two scale rows of the range's channels
+  static constexpr int kStage = (kW + kX + kC + kS + 1023) / 1024 * 1024;
+  static constexpr int kSmem = kWalkStages * kStage + 1024 + 16 * kWalkStages;  // + alignment, barriers
+};
+
+struct WalkArgs : FtIo {
+  const uint4* xs;   // [K / 128][8][32] A fragments (walk_x_kernel)
+  const float4* c4;  // [K / 128][2][8]
+  int units;         // ranges x steps
+};
+
+// X laid out for the walk, a block a step of 128 rows, a thread an A fragment: warp f = 2 j + h2, lane
+// (g, q). Word q of piece (tile j / 2, half j % 2) holds, in slots 2 h2 and 2 h2 + 4, the rows of the
+// mma's k slots 2q and 2q + 1, and in slots 2 h2 + 1 and 2 h2 + 5 (the high nibbles) those of k slots 2q
+// + 8 and 2q + 9; the fragment holds X of tokens g and g + 8 there (zeros past M), the high rows divided
+// by 16. Beside it, minus each token's constant a 64-row tile: 1032 x the low rows' X plus 1152 x the
+// high rows' X / 16 (the values as staged), summed in double in a fixed order and rounded once.
+__global__ void __launch_bounds__(256)
+    walk_x_kernel(const uint16_t* x, int64_t m, int64_t k, uint4* xs, float4* c4) {
+#ifdef DQL_BULK_COPY
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  constexpr int kPitch = 128 + 8;  // halves a token's row of the step (padded: the reads below spread)
+  __shared__ __align__(16) uint16_t rows[16 * kPitch];
+  __shared__ double part[8][16];
+  const int64_t step = blockIdx.x;
+  {  // the step's X, 16 bytes a thread (zeros past M)
+    const int tok = static_cast<int>(threadIdx.x) / 16, piece = static_cast<int>(threadIdx.x) % 16;
+    const uint4 v = tok < m ? __ldg(reinterpret_cast<const uint4*>(x + tok * k + step * 128) + piece)
+                            : make_uint4(0u, 0u, 0u, 0u);
+    *reinterpret_cast<uint4*>(rows + tok * kPitch + piece * 8) = v;
+  }
+  __syncthreads();
+  const int f = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, q = lane % 4, j = f / 2, h2 = f % 2;
+  constexpr layouts::FtGeometry geo{4};
+  const int64_t word = (j / 2) * 32 + (j % 2) * 4 + q;  // channel 0's word of the step
+  const int slots[4] = {2 * h2, 2 * h2 + 4, 2 * h2 + 1, 2 * h2 + 5};
+  uint16_t v[2][4];  // tokens g, g + 8 by slot
+  double c[2] = {0.0, 0.0};
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int row =
+        static_cast<int>(layouts::ft_source(geo, word, layouts::ft_slot_element(geo, slots[e]), k).k);
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+      const __half xv = __ushort_as_half(rows[(g + 8 * t) * kPitch + row]);
+      const __half sv = e < 2 ? xv : __float2half_rn(__half2float(xv) * 0.0625f);
+      v[t][e] = __half_as_ushort(sv);
+      c[t] += (e < 2 ? 1032.0 : 1152.0) * static_cast<double>(__half2float(sv));
+    }
+  }
+  xs[(step * 8 + f) * 32 + lane] = make_uint4(bits::pack16(v[0][0], v[0][1]), bits::pack16(v[1][0], v[1][1]),
+                                              bits::pack16(v[0][2], v[0][3]), bits::pack16(v[1][2], v[1][3]));
+#pragma unroll
+  for (int t = 0; t < 2; ++t) {
+    c[t] += __shfl_xor_sync(0xFFFFFFFFu, c[t], 1);
+    c[t] += __shfl_xor_sync(0xFFFFFFFFu, c[t], 2);
+    if (q == 0) part[f][g + 8 * t] = c[t];
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {  // tile tl's token tok: warps 4 tl .. 4 tl + 3 in order
+    const int tl = static_cast<int>(threadIdx.x) / 16, tok = static_cast<int>(threadIdx.x) % 16;
+    const double sum =
+        part[4 * tl][tok] + part[4 * tl + 1][tok] + part[4 * tl + 2][tok] + part[4 * tl + 3][tok];
+    const float neg = -static_cast<float>(sum);
+    // float4 (tokens gg, gg, gg + 8, gg + 8) of lane row gg = tok % 8
+    float* out = reinterpret_cast<float*>(c4 + (step * 2 + tl) * 8 + tok % 8) + 2 * (tok / 8);
+    out[0] = neg;
+    out[1] = neg;
+  }
+#else
+  __trap();  // the launcher takes this path on compute capability 9.0 only
+#endif
+}
+
+// The mma's B registers of word w (shifted right by 8 for its second pair of slots): the low
+// nibbles of slots 0 and 4 as 1024 + n, the high ones of slots 1 and 5 as 1024 + 16 n.
+template <bool NAIVE>
+__device__ __forceinline__ void walk_pairs(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  if constexpr (!NAIVE) {
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(lo) : "r"(w), "r"(0x000F000Fu), "r"(0x64006400u));
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(hi) : "r"(w), "r"(0x00F000F0u), "r"(0x64006400u));
+  } else {
+    const auto h = [](uint32_t v) {
+      return static_cast<uint16_t>(bits::cvt_f16_s32(static_cast<int32_t>(v)));
+    };
+    lo = bits::pack16(h(1024u + (w & 15u)), h(1024u + ((w >> 16) & 15u)));
+    hi = bits::pack16(h(1024u + 16u * ((w >> 4) & 15u)), h(1024u + 16u * ((w >> 20) & 15u)));
+  }
+}
+
+// G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row.
+template <bool NAIVE, bool G64>
+__global__ void __launch_bounds__(kWalkThreads, 1)
+    ft_walk16_kernel(WalkArgs a, const __grid_constant__ CUtensorMap wmap) {
+#ifdef DQL_BULK_COPY
+  using S = WalkShape;
+  extern __shared__ __align__(128) unsigned char raw[];
+  // 1024-byte aligned (the swizzle's pattern) by an offset from raw, so the compiler still knows the
+  // pointers shared
+  unsigned char* smem = raw + ((1024u - (io::smem_addr(raw) & 1023u)) & 1023u);
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kWalkStages * S::kStage);
+  uint64_t* empty = full + kWalkStages;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int steps = static_cast<int>(a.k / 128);
+  const int u0 = static_cast<int>(gemv::run_first(blockIdx.x, gridDim.x, a.units));
+  const int n = static_cast<int>(gemv::run_first(blockIdx.x + 1, gridDim.x, a.units)) - u0;
+  constexpr int kRows = G64 ? 2 : 1;  // scale rows a step
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < kWalkStages; ++i) mbar_init(full + i, 1), mbar_init(empty + i, kWalkWarps * 32);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp == kWalkWarps) {  // the ring's filler
+    if (lane == 0) {
+      const auto weights = [&](int i) {  // the weights and scale rows of the block's unit i
+        const int slot = i % kWalkStages, u = u0 + i, range = u / steps, step = u - range * steps;
+        unsigned char* st = smem + slot * S::kStage;
+        mbar_expect_tx(full + slot, S::kW + S::kX + S::kC + kRows * kWalkGroups * 8);
+        tensor_copy_3d(st, &wmap, 0, range * kWalkGroups, 2 * step, full + slot);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const int64_t row = G64 ? 2 * int64_t{step} + r : int64_t{step} * 128 / a.group;
+          bulk_copy(st + S::kW + S::kX + S::kC + r * kWalkGroups * 8,
+                    a.scales + row * a.n + int64_t{range} * (4 * kWalkGroups), kWalkGroups * 8, full + slot);
+        }
+      };
+      const auto x_of = [&](int i) {  // its X fragments and constants
+        const int slot = i % kWalkStages, step = (u0 + i) % steps;
+        unsigned char* st = smem + slot * S::kStage;
+        bulk_copy(st + S::kW, a.xs + int64_t{step} * 256, S::kX, full + slot);
+        bulk_copy(st + S::kW + S::kX, a.c4 + int64_t{step} * 16, S::kC, full + slot);
+      };
+      const int first = n < kWalkStages ? n : kWalkStages;
+      for (int i = 0; i < first; ++i) weights(i);
+      asm volatile("griddepcontrol.wait;" ::: "memory");  // walk_x_kernel's X is ready after this
+      for (int i = 0; i < first; ++i) x_of(i);
+      for (int i = kWalkStages; i < n; ++i) {
+        mbar_wait(empty + i % kWalkStages, ((i / kWalkStages) - 1) & 1);
+        weights(i);
+        x_of(i);
+      }
+    }
+    return;
+  }
+
+  const int g = lane / 4, q = lane % 4;
+  const int mt = lane / 16, mh = (lane / 8) % 2, mi = lane % 8;  // the ldmatrix row this lane addresses
+  float acc[kWalkTiles][4] = {};
+  int range = u0 / steps, left = steps - (u0 - range * steps);  // units of this range still to come
+  for (int i = 0; i < n; ++i) {
+    const int slot = i % kWalkStages;
+    // The settling kernel may start once every block has begun its last unit (against at the walk's
+    // start: 0.5 us less at 28672x8192 and 8192x28672, the same elsewhere).
+    if (i == n - 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    mbar_wait(full + slot, (i / kWalkStages) & 1);
+    const unsigned char* st = smem + slot * S::kStage;
+    const uint32_t wb = io::smem_addr(st);
+    const uint4* xs = reinterpret_cast<const uint4*>(st + S::kW);
+    const float4* cs = reinterpret_cast<const float4*>(st + S::kW + S::kX);
+    const uint32_t* ss = reinterpret_cast<const uint32_t*>(st + S::kW + S::kX + S::kC);
+    uint32_t b[kWalkTiles][4];
+#pragma unroll
+    for (int t = 0; t < kWalkTiles; ++t) {
+      const int row = mt * kWalkGroups + 2 * (warp * kWalkTiles + t) + mi / 4;
+      ldmatrix_x4(b[t], wb + row * 128 + (((2 * (mi % 4) + mh) ^ (row & 7)) * 16));
+    }
+    const float4 c0 = cs[g], c1 = cs[8 + g];
+    float d[kRows][kWalkTiles][4];
+#pragma unroll
+    for (int t = 0; t < kWalkTiles; ++t) {
+      if constexpr (G64) {
+        d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
+        d[kRows - 1][t][0] = c1.x, d[kRows - 1][t][1] = c1.y, d[kRows - 1][t][2] = c1.z,
+                  d[kRows - 1][t][3] = c1.w;
+      } else {
+        d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
+        d[0][t][3] = c0.w + c1.w;
+      }
+    }
+#pragma unroll
+    for (int f = 0; f < 8; ++f) {
+      const uint4 xa = xs[f * 32 + lane];
+#pragma unroll
+      for (int t = 0; t < kWalkTiles; ++t) {
+        uint32_t lo, hi;
+        walk_pairs<NAIVE>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
+        wide_mma<OutType::F16>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < kWalkTiles; ++t) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const uint32_t sv = ss[r * 2 * kWalkGroups + 4 * (warp * kWalkTiles + t) + q];
+        const float s0 = quant::half_to_f32(bits::lo16(sv)), s1 = quant::half_to_f32(bits::hi16(sv));
+        acc[t][0] = fmaf(d[r][t][0], s0, acc[t][0]);
+        acc[t][1] = fmaf(d[r][t][1], s1, acc[t][1]);
+        acc[t][2] = fmaf(d[r][t][2], s0, acc[t][2]);
+        acc[t][3] = fmaf(d[r][t][3], s1, acc[t][3]);
+      }
+    }
+    mbar_arrive(empty + slot);  // every lane after its last read of the stage
+    if (--left == 0 || i == n - 1) {
+      // Lane (g, q) holds tokens g and g + 8 of channels 2q and 2q + 1 of each n-tile; lanes g and g ^ 1
+      // swap one value each so that each holds two neighbouring tokens of one channel (one vector
+      // reduction into the [N, M] workspace).
+      const bool odd = g % 2 != 0;
+#pragma unroll
+      for (int t = 0; t < kWalkTiles; ++t) {
+        const int64_t ch =
+            int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q + (odd ? 1 : 0);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float got = __shfl_xor_sync(0xFFFFFFFFu, odd ? acc[t][2 * h] : acc[t][2 * h + 1], 4);
+          const int64_t tok = (g & ~1) + 8 * h;
+          token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch), tok, a.m, odd ? got : acc[t][2 * h],
+                         odd ? acc[t][2 * h + 1] : got);
+        }
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
+      }
+      ++range;
+      left = steps;
+    }
+  }
+#else
+  __trap();  // the launcher takes this path on compute capability 9.0 only
+#endif
+}
+
+// The walk's outputs from the [N, M] workspace, a block 64 channels: their M sums a channel read as
+// one contiguous run (16-byte pieces), turned round in shared memory and written along N (a row of X's
+// outputs a warp's two 64-channel runs), the workspace left zero. Launched as the walk's programmatic
+// dependent; it waits for it at griddepcontrol.wait.
+constexpr int kWalkSettleChannels = 64;
+__global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
+#ifdef DQL_BULK_COPY
+  constexpr int kC = kWalkSettleChannels, kPitch = static_cast<int>(gemv::kWalkRows) + 1;
+  __shared__ float held[kC * kPitch];
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int m = static_cast<int>(o.m), tid = static_cast<int>(threadIdx.x);
+  const int64_t ch0 = int64_t{blockIdx.x} * kC;
+  float4* run = reinterpret_cast<float4*>(sums + ch0 * m);  // N a multiple of 128: whole runs
+  if (tid < kC * m / 4) {
+    const float4 v = __ldcg(run + tid);
+    __stcg(run + tid, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+    const float f[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int e = 4 * tid + j, c = e / m;
+      held[c * kPitch + (e - c * m)] = f[j];
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < static_cast<int>(gemv::kWalkRows) * kC / 256; ++r) {
+    const int e = tid + 256 * r, tok = e / kC, c = e % kC;
+    if (tok < m) write_out<OutType::F16>(o, tok, ch0 + c, held[c * kPitch + tok]);
+  }
+#else
+  __trap();  // the launcher takes this path on compute capability 9.0 only
+#endif
+}
+
+// The weights' map for the walk: dims (the 32 words of a column group's 64-row tile, N / 4 column
+// groups, K / 64 tiles), a box a step of a range (32, kWalkGroups, 2), in the 128-byte swizzle.
+bool walk_map(CUtensorMap* map, const GemvLaunch& L) {
+  const int64_t dims[3] = {32, L.w.n / 4, L.w.k / 64};
+  const int64_t strides[2] = {L.w.k * 2, 128};
+  const unsigned box[3] = {32, static_cast<unsigned>(kWalkGroups), 2};
+  return tensor_map_3d(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, L.w.q, dims, strides, box,
+                       CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+template <bool NAIVE, bool G64>
+std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
+  const auto kernel = ft_walk16_kernel<NAIVE, G64>;
+  static Fit fit;
+  WalkArgs a{ft_io(L, ws), reinterpret_cast<const uint4*>(ws.xs),
+             reinterpret_cast<const float4*>(ws.xs + gemv::kWalkRows * L.w.k),
+             static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep))};
+  walk_x_kernel<<<static_cast<unsigned>(L.w.k / gemv::kWalkStep), 256>>>(
+      a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4));
+  // Held to kWalkBlocksPerSm blocks a multiprocessor by unused shared memory.
+  const size_t smem =
+      std::max(static_cast<size_t>(WalkShape::kSmem), occupancy_cap_bytes(kWalkBlocksPerSm, 0));
+  const int64_t blocks =
+      std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit, kernel, smem, kWalkThreads)} * L.sms);
+  DependentLaunch walk(blocks, kWalkThreads, smem);
+  if (const cudaError_t e = cudaLaunchKernelEx(&walk.cfg, kernel, a, wmap); e != cudaSuccess)
+    return std::string("the sixteen-row W4A16 walk failed on the GPU: ") + cudaGetErrorString(e);
+  // Its outputs by walk_settle_kernel, as its programmatic dependent (against the copy-engine ring's
+  // settling kernel, 1.0-3.0 us less).
+  DependentLaunch settle(a.n / kWalkSettleChannels, 256, 0);
+  if (const cudaError_t e = cudaLaunchKernelEx(&settle.cfg, walk_settle_kernel, a.out, a.sums);
+      e != cudaSuccess)
+    return std::string("the sixteen-row walk's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
+  return status("the sixteen-row W4A16 walk (copy engine)", wait);
+}
+
+template <bool NAIVE>
+std::string launch_walk16(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
+  return L.w.group == 64 ? launch_walk16_g<NAIVE, true>(L, ws, wmap, wait)
+                         : launch_walk16_g<NAIVE, false>(L, ws, wmap, wait);
+}
+
 template <int BITS, int WPT, OutType T, bool NAIVE>
 std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   constexpr int kWpt2 = BITS == 4 ? 2 : WPT;  // words a lane with two token tiles (BulkShape)
@@ -1411,6 +1829,13 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   // workspace). The relative error grows from about 2e-4 to 4e-4 (fp16 products, goal 1e-3).
   if constexpr (BITS == 4 && T == OutType::F16) {
     if (m == 1) return launch_lane<NAIVE>(L, ws, wait);
+  }
+  if constexpr (BITS == 4 && T == OutType::F16) {
+    // 9 to 16 rows: the walk fed by the copy engine where it applies (against the ring of two token
+    // tiles below, notes/performance.md, forty-fifth session).
+    CUtensorMap wmap;
+    if (gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) && walk_map(&wmap, L))
+      return launch_walk16<NAIVE>(L, ws, wmap, wait);
   }
   if (m <= 8 && bulk_fits<BITS, WPT, 1>(L)) return launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
   if (m > 8 && m <= 16 && bulk_fits<BITS, kWpt2, 2>(L))
@@ -1491,34 +1916,6 @@ struct WideShape {
 struct WideArgs : FtIo {
   int parts;  // runs of K a tile
 };
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t p) {
-#if __CUDA_ARCH__ >= 800
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(p));
-#endif
-}
-
-// mma_16816 without `volatile`: the products depend on registers only, so the compiler may
-// interleave them with the dequant of the next words.
-template <OutType T>
-__device__ __forceinline__ void wide_mma(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-#if __CUDA_ARCH__ >= 800
-  if constexpr (T == OutType::F16) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  } else {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-#endif
-}
 
 template <OutType T, bool NAIVE, int BM>
 __global__ void __launch_bounds__(kWideWarps * 32, BM == 64 ? 2 : 1) wide_kernel(WideArgs a) {
@@ -2468,7 +2865,7 @@ size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m) {
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {
   return gemv_workspace_zeroed_bytes(w, m) + align256(static_cast<size_t>(m * w.k)) +
          align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock)) +
-         align256(static_cast<size_t>(std::min<int64_t>(m, 64) * staged_x_halves(w.k)) * 2);
+         align256(static_cast<size_t>(staged_x_rows(m) * staged_x_halves(w.k)) * 2);
 }
 
 std::string gemv_run(const GemvLaunch& L, bool wait) {

@@ -934,6 +934,51 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("gemv: 9 to 16 rows of int4 on the walk fed by the copy engine, its runs crossing ranges") {
+  // From 9 to 16 rows of X and 2^24 weights, fp16 int4 weights take the walk (compute capability 9.0):
+  // blocks of 128 channels (ranges) and steps of 128 rows of K, the (range, step) units shared stream-K
+  // fashion, so a block's run may start or end inside a range and cross into the next; its sums meet
+  // the others' in the workspace, and the settling kernel writes the outputs.
+  // - 2048x8192: 16 ranges of 64 steps, 1024 units on up to 396 blocks (the H200: three a
+  //   multiprocessor): runs of two and three units, many crossing.
+  // - 128x131072: one range of 1024 steps, every block's run inside it.
+  // - 4096x4096: 32 ranges of 32 steps.
+  // - 6144x11008: 48 ranges of 86 steps, 4128 units: runs of 10-11 units.
+  // Groups of 64 (each 64-row tile its own scale), 128 and one a channel; 9, 12 and 16 rows (odd M adds
+  // the last token's sums one by one); an activation in the epilogue; the naive conversion beside the
+  // recipe's (the same operands: equal up to the order in which the runs meet).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  // At fewer inputs (the compute-sanitizer runs) the first two shapes only.
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{2048, 8192}, {128, 131072}};
+  if (kInputs >= (size_t{1} << 26)) shapes.insert(shapes.end(), {{4096, 4096}, {6144, 11008}});
+  for (const auto& [n, k] : shapes) {
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + 5 * k), n, k);
+    for (const int group : {64, 128, static_cast<int>(k)}) {
+      const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, group});
+      for (const int64_t m : {9, 12, 16}) {
+        gemv::Epilogue e;
+        e.act = m == 9 ? gemv::Act::Silu : gemv::Act::None;
+        const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, k,
+                                                 static_cast<uint64_t>(n + group + m), e);
+        const auto yg = gpu->gemv(q, r);
+        const auto ref = test::reference(*cpu, q, r);
+        const double eg = gemv::compare(yg, ref, recipes::OutType::F16).rel_l2;
+        GemvRequest rn = r;
+        rn.path = gemv::Path::Naive;
+        const auto yn = gpu->gemv(q, rn);
+        REQUIRE(yn.size() == yg.size());
+        const size_t apart = outputs_apart(yg, yn, recipes::OutType::F16);
+        std::printf("int4 %lldx%lld g%d M=%lld: rel err GPU %.2e, naive apart %zu\n",
+                    static_cast<long long>(n), static_cast<long long>(k), group, static_cast<long long>(m),
+                    eg, apart);
+        CHECK(eg < 1e-3);
+        CHECK(apart == 0);
+      }
+    }
+  }
+}
+
 TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores and on tensor cores") {
   // 8192x8192. Groups of 32 take the CUDA-core kernels (the tensor-core form needs groups of a
   // multiple of 64): 8 x 86 blocks, over two a multiprocessor on the lent devices, so one row of X
