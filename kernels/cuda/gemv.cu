@@ -1189,9 +1189,6 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   // One token tile: held to kOneTileBlocksPerSm blocks a multiprocessor by unused shared memory.
   const size_t ring = static_cast<size_t>(B::kStages * (B::stage_bytes(a.m) + 16));
   const size_t smem = NT == 1 ? std::max(ring, occupancy_cap_bytes(kOneTileBlocksPerSm, 0)) : ring;
-  cudaLaunchAttribute after[1];
-  after[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  after[0].val.programmaticStreamSerializationAllowed = 1;
   if constexpr (XS) {
     const int64_t vecs = a.m * (a.k / 8);
     stage_x_kernel<<<static_cast<unsigned>(std::min<int64_t>((vecs + 255) / 256, 4 * L.sms)), 256>>>(
@@ -1199,13 +1196,9 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   }
   // The product kernel: a programmatic dependent of stage_x_kernel where that ran.
   const auto product = [&](auto kernel, int64_t blocks) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-    cfg.blockDim = dim3(kSliceWarps * 32);
-    cfg.dynamicSmemBytes = smem;
-    cfg.attrs = after;
-    cfg.numAttrs = XS ? 1 : 0;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, a, wmap, smap);
+    DependentLaunch d(blocks, kSliceWarps * 32, smem);
+    if constexpr (!XS) d.cfg.numAttrs = 0;  // nothing before it to overlap
+    const cudaError_t e = cudaLaunchKernelEx(&d.cfg, kernel, a, wmap, smap);
     return e == cudaSuccess
                ? std::string()
                : std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
@@ -1591,8 +1584,8 @@ __global__ void __launch_bounds__(256)
 template <bool NAIVE>
 __device__ __forceinline__ void walk_pairs(uint32_t w, uint32_t& lo, uint32_t& hi) {
   if constexpr (!NAIVE) {
-    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(lo) : "r"(w), "r"(0x000F000Fu), "r"(0x64006400u));
-    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(hi) : "r"(w), "r"(0x00F000F0u), "r"(0x64006400u));
+    lo = bits::lop3<0xEA>(w, 0x000F000Fu, 0x64006400u);  // (w & mask) | 0x6400 in each half
+    hi = bits::lop3<0xEA>(w, 0x00F000F0u, 0x64006400u);
   } else {
     const auto h = [](uint32_t v) {
       return static_cast<uint16_t>(bits::cvt_f16_s32(static_cast<int32_t>(v)));
@@ -1615,7 +1608,7 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kWalkStages * S::kStage);
   uint64_t* empty = full + kWalkStages;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int steps = static_cast<int>(a.k / 128);
+  const int steps = static_cast<int>(a.k / gemv::kWalkStep);
   const int u0 = static_cast<int>(gemv::run_first(blockIdx.x, gridDim.x, a.units));
   const int n = static_cast<int>(gemv::run_first(blockIdx.x + 1, gridDim.x, a.units)) - u0;
   constexpr int kRows = G64 ? 2 : 1;  // scale rows a step
@@ -1634,7 +1627,7 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
         tensor_copy_3d(st, &wmap, 0, range * kWalkGroups, 2 * step, full + slot);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
-          const int64_t row = G64 ? 2 * int64_t{step} + r : int64_t{step} * 128 / a.group;
+          const int64_t row = G64 ? 2 * int64_t{step} + r : int64_t{step} * gemv::kWalkStep / a.group;
           bulk_copy(st + S::kW + S::kX + S::kC + r * kWalkGroups * 8,
                     a.scales + row * a.n + int64_t{range} * (4 * kWalkGroups), kWalkGroups * 8, full + slot);
         }
