@@ -710,11 +710,6 @@ TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps a block and rang
   }
 }
 
-// Where the persistent grid's runs meet in slots (ft_bulk_kernel with RUNS), walked as the kernel
-// walks them: every tile is written by exactly one block (the one with the whole tile, or the settler:
-// the run holding its first unit, whose part ends its run); every other part stores into its own
-// slot, below the settler's count and the rule's bound, from a run launched before the settler's
-// (a higher run index: the blocks take the runs in reverse).
 TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 9 to 16 rows") {
   // The goal shapes and those of the GPU case, at 9, 12 and 16 rows, groups of 64, 128 and whole K,
   // on compute capability 9.0.
@@ -738,6 +733,11 @@ TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 9
   CHECK_FALSE(gemv::walk16_takes(90, 16, 4096, 8192, 32));
 }
 
+// Where the persistent grid's runs meet in slots (ft_bulk_kernel with RUNS), walked as the kernel
+// walks them: every tile is written by exactly one block (the one with the whole tile, or the settler:
+// the run holding its first unit, whose part ends its run); every other part stores into its own
+// slot, below the settler's count and the rule's bound, from a run launched before the settler's
+// (a higher run index: the blocks take the runs in reverse).
 TEST_CASE("gemv split: the persistent runs' parts of a tile meet in distinct slots, settled by one block") {
   int64_t walked = 0, refused = 0;
   for (int64_t per_tile : {2, 3, 4, 8, 16, 22, 56}) {
