@@ -1620,10 +1620,12 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
 
   if (warp == kWalkWarps) {  // the ring's filler
     if (lane == 0) {
-      const auto weights = [&](int i) {  // the weights and scale rows of the block's unit i
+      const auto expect = [&](int i) {  // the bytes of the block's unit i
+        mbar_expect_tx(full + i % kWalkStages, S::kW + S::kX + S::kC + kRows * kWalkGroups * 8);
+      };
+      const auto weights = [&](int i) {  // its weights and scale rows
         const int slot = i % kWalkStages, u = u0 + i, range = u / steps, step = u - range * steps;
         unsigned char* st = smem + slot * S::kStage;
-        mbar_expect_tx(full + slot, S::kW + S::kX + S::kC + kRows * kWalkGroups * 8);
         tensor_copy_3d(st, &wmap, 0, range * kWalkGroups, 2 * step, full + slot);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
@@ -1638,14 +1640,23 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
         bulk_copy(st + S::kW, a.xs + int64_t{step} * 256, S::kX, full + slot);
         bulk_copy(st + S::kW + S::kX, a.c4 + int64_t{step} * 16, S::kC, full + slot);
       };
+      // A stage's X (from the L2, where walk_x_kernel left it) is asked for before its weights (from
+      // memory), so that it does not wait behind them; in the first four stages the weights go first,
+      // unit 0's before the wait for walk_x_kernel. Against X asked for after every first stage's
+      // weights and then after each stage's: 28672x8192 at 16 rows 42.6 -> 40.1 us on the H200
+      // (notes/performance.md, forty-seventh session).
       const int first = n < kWalkStages ? n : kWalkStages;
-      for (int i = 0; i < first; ++i) weights(i);
-      asm volatile("griddepcontrol.wait;" ::: "memory");  // walk_x_kernel's X is ready after this
-      for (int i = 0; i < first; ++i) x_of(i);
+      for (int i = 0; i < first; ++i) {
+        expect(i);
+        weights(i);
+        if (i == 0) asm volatile("griddepcontrol.wait;" ::: "memory");  // walk_x_kernel's X is ready
+        x_of(i);
+      }
       for (int i = kWalkStages; i < n; ++i) {
         mbar_wait(empty + i % kWalkStages, ((i / kWalkStages) - 1) & 1);
-        weights(i);
+        expect(i);
         x_of(i);
+        weights(i);
       }
     }
     return;
@@ -1737,21 +1748,26 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
 }
 
 // The walk's outputs from the [N, M] workspace, a block 64 channels: their M sums a channel read as
-// one contiguous run (16-byte pieces), turned round in shared memory and written along N (a row of X's
-// outputs a warp's two 64-channel runs), the workspace left zero. Launched as the walk's programmatic
-// dependent; it waits for it at griddepcontrol.wait.
+// one contiguous run (16-byte pieces), turned round in shared memory, and written as 16-byte pieces of
+// 8 channels of one token (a thread a piece; the rows of Y are whole pieces, as N is a multiple of
+// 128 and Y starts 16-byte aligned); the workspace is left zero, its zeros stored after the barrier.
+// Launched as the walk's programmatic dependent; it waits for it at griddepcontrol.wait. Against
+// 2-byte outputs with the zeros stored beside the read: 28672x8192 at 16 rows 43.2 -> 41.8 us on the
+// H200 (notes/performance.md, forty-seventh session).
 constexpr int kWalkSettleChannels = 64;
 __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
 #ifdef DQL_BULK_COPY
   constexpr int kC = kWalkSettleChannels, kPitch = static_cast<int>(gemv::kWalkRows) + 1;
+  static_assert(gemv::kWalkChannels % kC == 0 && kC % 8 == 0, "a block's channels are whole 16-byte pieces");
+  static_assert(static_cast<int>(gemv::kWalkRows) * kC / 8 <= 256, "a thread a piece");
   __shared__ float held[kC * kPitch];
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const int m = static_cast<int>(o.m), tid = static_cast<int>(threadIdx.x);
   const int64_t ch0 = int64_t{blockIdx.x} * kC;
   float4* run = reinterpret_cast<float4*>(sums + ch0 * m);  // N a multiple of 128: whole runs
-  if (tid < kC * m / 4) {
+  const bool reads = tid < kC * m / 4;
+  if (reads) {
     const float4 v = __ldcg(run + tid);
-    __stcg(run + tid, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
     const float f[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -1760,10 +1776,22 @@ __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
     }
   }
   __syncthreads();
+  if (reads) __stcg(run + tid, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+  const int tok = tid / (kC / 8), c = 8 * (tid % (kC / 8));
+  if (tok < m) {
+    uint32_t w[4];
 #pragma unroll
-  for (int r = 0; r < static_cast<int>(gemv::kWalkRows) * kC / 256; ++r) {
-    const int e = tid + 256 * r, tok = e / kC, c = e % kC;
-    if (tok < m) write_out<OutType::F16>(o, tok, ch0 + c, held[c * kPitch + tok]);
+    for (int j = 0; j < 4; ++j) {
+      uint16_t h[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int ch = c + 2 * j + i;
+        const float b = o.bias ? gemv::act_to_f32(o.bias[ch0 + ch], OutType::F16) : 0.0f;
+        h[i] = gemv::epilogue(held[ch * kPitch + tok], b, o.epi, OutType::F16);
+      }
+      w[j] = bits::pack16(h[0], h[1]);
+    }
+    *reinterpret_cast<uint4*>(o.y + tok * o.n + ch0 + c) = make_uint4(w[0], w[1], w[2], w[3]);
   }
 #else
   __trap();  // the launcher takes this path on compute capability 9.0 only
@@ -1827,7 +1855,9 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
     // 9 to 16 rows: the walk fed by the copy engine where it applies (against the ring of two token
     // tiles below, notes/performance.md, forty-fifth session).
     CUtensorMap wmap;
-    if (gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) && walk_map(&wmap, L))
+    // (Its settling kernel writes Y in 16-byte pieces.)
+    if (gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) && reinterpret_cast<uintptr_t>(L.y) % 16 == 0 &&
+        walk_map(&wmap, L))
       return launch_walk16<NAIVE>(L, ws, wmap, wait);
   }
   if (m <= 8 && bulk_fits<BITS, WPT, 1>(L)) return launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
