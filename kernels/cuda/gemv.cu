@@ -1487,7 +1487,7 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // pairs divided by 16, and each 64-row tile's sums start from minus its tokens' constant, so they come
 // out exact up to fp32 rounding and take the group's scale (groups of 64: each tile its own; else the
 // step's). The blocks share the (range, step) units stream-K fashion, an equal run each; a warp adds its
-// sums into the [N, M] workspace where a range or its run ends, and the settling kernel writes the
+// sums into the [M, N] workspace where a range or its run ends, and the settling kernel writes the
 // outputs. Against the copy-engine ring of two token tiles (one lane's loads of X and two mma a word,
 // 64-channel tiles, X copied a stage for every 64 channels), notes/performance.md (forty-fifth session).
 constexpr int kWalkWarps = 4;
@@ -1720,20 +1720,20 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
     }
     mbar_arrive(empty + slot);  // every lane after its last read of the stage
     if (--left == 0 || i == n - 1) {
-      // Lane (g, q) holds tokens g and g + 8 of channels 2q and 2q + 1 of each n-tile; lanes g and g ^ 1
-      // swap one value each so that each holds two neighbouring tokens of one channel (one vector
-      // reduction into the [N, M] workspace).
-      const bool odd = g % 2 != 0;
+      // Lane (g, q) holds tokens g and g + 8 of channels 2q and 2q + 1 of each n-tile: two neighbours of
+      // the [M, N] workspace a token, one vector reduction each (against the [N, M] workspace, whose
+      // reductions needed lanes g and g ^ 1 to swap a value: 28672x8192 at 16 rows 40.2 -> 39.1-39.7
+      // us on the H200 with the settling kernel below, notes/performance.md, forty-seventh session).
 #pragma unroll
       for (int t = 0; t < kWalkTiles; ++t) {
-        const int64_t ch =
-            int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q + (odd ? 1 : 0);
+        const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const float got = __shfl_xor_sync(0xFFFFFFFFu, odd ? acc[t][2 * h] : acc[t][2 * h + 1], 4);
-          const int64_t tok = (g & ~1) + 8 * h;
-          token_pair_add(a.sums + ChannelMajorSums{}(a.out, tok, ch), tok, a.m, odd ? got : acc[t][2 * h],
-                         odd ? acc[t][2 * h + 1] : got);
+          const int64_t tok = g + 8 * h;
+          if (tok < a.m)
+            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(a.sums + tok * a.n + ch),
+                         "f"(acc[t][2 * h]), "f"(acc[t][2 * h + 1])
+                         : "memory");
         }
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
@@ -1747,52 +1747,34 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
 #endif
 }
 
-// The walk's outputs from the [N, M] workspace, a block 64 channels: their M sums a channel read as
-// one contiguous run (16-byte pieces), turned round in shared memory, and written as 16-byte pieces of
-// 8 channels of one token (a thread a piece; the rows of Y are whole pieces, as N is a multiple of
-// 128 and Y starts 16-byte aligned); the workspace is left zero, its zeros stored after the barrier.
-// Launched as the walk's programmatic dependent; it waits for it at griddepcontrol.wait. Against
-// 2-byte outputs with the zeros stored beside the read: 28672x8192 at 16 rows 43.2 -> 41.8 us on the
-// H200 (notes/performance.md, forty-seventh session).
+// The walk's outputs from the [M, N] workspace, a block 64 channels, a thread 4 channels of one token:
+// one 16-byte read, its 4 outputs as one 8-byte store (Y starts 8-byte aligned and N is a multiple of
+// 128), then the zeros. Launched as the walk's programmatic dependent; it waits for it at
+// griddepcontrol.wait. Against the [N, M] workspace turned round in shared memory, 2-byte outputs and
+// the zeros stored beside the read: 28672x8192 at 16 rows 43.2 -> 41.8 us on the H200 with 16-byte
+// outputs after the turn, and 40.2 -> 39.1-39.7 with this one (notes/performance.md, forty-seventh
+// session).
 constexpr int kWalkSettleChannels = 64;
 __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
 #ifdef DQL_BULK_COPY
-  constexpr int kC = kWalkSettleChannels, kPitch = static_cast<int>(gemv::kWalkRows) + 1;
-  static_assert(gemv::kWalkChannels % kC == 0 && kC % 8 == 0, "a block's channels are whole 16-byte pieces");
-  static_assert(static_cast<int>(gemv::kWalkRows) * kC / 8 <= 256, "a thread a piece");
-  __shared__ float held[kC * kPitch];
+  static_assert(static_cast<int>(gemv::kWalkRows) * kWalkSettleChannels / 4 == 256, "a thread 4 channels");
+  static_assert(gemv::kWalkChannels % kWalkSettleChannels == 0, "a block's channels within a range");
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  const int m = static_cast<int>(o.m), tid = static_cast<int>(threadIdx.x);
-  const int64_t ch0 = int64_t{blockIdx.x} * kC;
-  float4* run = reinterpret_cast<float4*>(sums + ch0 * m);  // N a multiple of 128: whole runs
-  const bool reads = tid < kC * m / 4;
-  if (reads) {
-    const float4 v = __ldcg(run + tid);
-    const float f[4] = {v.x, v.y, v.z, v.w};
+  const int tid = static_cast<int>(threadIdx.x), tok = tid / (kWalkSettleChannels / 4);
+  if (tok >= o.m) return;
+  const int64_t ch = int64_t{blockIdx.x} * kWalkSettleChannels + 4 * (tid % (kWalkSettleChannels / 4));
+  float4* p = reinterpret_cast<float4*>(sums + tok * o.n + ch);
+  const float4 v = __ldcg(p);
+  const float f[4] = {v.x, v.y, v.z, v.w};
+  uint16_t h[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int e = 4 * tid + j, c = e / m;
-      held[c * kPitch + (e - c * m)] = f[j];
-    }
+  for (int i = 0; i < 4; ++i) {
+    const float b = o.bias ? gemv::act_to_f32(o.bias[ch + i], OutType::F16) : 0.0f;
+    h[i] = gemv::epilogue(f[i], b, o.epi, OutType::F16);
   }
-  __syncthreads();
-  if (reads) __stcg(run + tid, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
-  const int tok = tid / (kC / 8), c = 8 * (tid % (kC / 8));
-  if (tok < m) {
-    uint32_t w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      uint16_t h[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int ch = c + 2 * j + i;
-        const float b = o.bias ? gemv::act_to_f32(o.bias[ch0 + ch], OutType::F16) : 0.0f;
-        h[i] = gemv::epilogue(held[ch * kPitch + tok], b, o.epi, OutType::F16);
-      }
-      w[j] = bits::pack16(h[0], h[1]);
-    }
-    *reinterpret_cast<uint4*>(o.y + tok * o.n + ch0 + c) = make_uint4(w[0], w[1], w[2], w[3]);
-  }
+  *reinterpret_cast<uint2*>(o.y + tok * o.n + ch) =
+      make_uint2(bits::pack16(h[0], h[1]), bits::pack16(h[2], h[3]));
+  __stcg(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
 #else
   __trap();  // the launcher takes this path on compute capability 9.0 only
 #endif
@@ -1855,8 +1837,8 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
     // 9 to 16 rows: the walk fed by the copy engine where it applies (against the ring of two token
     // tiles below, notes/performance.md, forty-fifth session).
     CUtensorMap wmap;
-    // (Its settling kernel writes Y in 16-byte pieces.)
-    if (gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) && reinterpret_cast<uintptr_t>(L.y) % 16 == 0 &&
+    // (Its settling kernel writes Y in 8-byte pieces.)
+    if (gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) && reinterpret_cast<uintptr_t>(L.y) % 8 == 0 &&
         walk_map(&wmap, L))
       return launch_walk16<NAIVE>(L, ws, wmap, wait);
   }
