@@ -76,6 +76,7 @@ using io::global_ns;
 using io::kWaitLimitNs;
 using io::meet_runs;
 using io::Out;
+using io::out_value;
 using io::tensor_map_2d;
 using io::tensor_map_3d;
 using io::write_out;
@@ -611,13 +612,20 @@ struct ChannelMajorSums {
   }
 };
 
+#ifdef DQL_BULK_COPY
+// p[0] += v0 and p[1] += v1 by one vector reduction (p 8-byte aligned; compute capability 9.0).
+__device__ __forceinline__ void red_add2(float* p, float v0, float v1) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v0), "f"(v1) : "memory");
+}
+#endif
+
 // Tokens tok and tok + 1 of one channel in the [N, M] workspace (p points at tok): one vector
 // reduction where both exist, the pair is 8-byte aligned (M even) and the device has it (compute
 // capability 9.0), else one add each.
 __device__ __forceinline__ void token_pair_add(float* p, int64_t tok, int64_t m, float v0, float v1) {
 #ifdef DQL_BULK_COPY
   if (tok + 1 < m && m % 2 == 0) {
-    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(v0), "f"(v1) : "memory");
+    red_add2(p, v0, v1);
     return;
   }
 #endif
@@ -1130,18 +1138,19 @@ bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t wor
 constexpr int kOneTileBlocksPerSm = 3;
 
 // A launch of `grid` blocks of `threads` with `smem` bytes of dynamic shared memory that may start as
-// the programmatic dependent of the launch before it (it waits for it at griddepcontrol.wait).
+// the programmatic dependent of the launch before it (it waits for it at griddepcontrol.wait), or
+// where `dependent` is false, after it as usual.
 struct DependentLaunch {
   cudaLaunchAttribute attr[1];
   cudaLaunchConfig_t cfg = {};
-  DependentLaunch(int64_t grid, int threads, size_t smem) {
+  DependentLaunch(int64_t grid, int threads, size_t smem, bool dependent = true) {
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.gridDim = dim3(static_cast<unsigned>(grid));
     cfg.blockDim = dim3(static_cast<unsigned>(threads));
     cfg.dynamicSmemBytes = smem;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = dependent ? 1 : 0;
   }
   DependentLaunch(const DependentLaunch&) = delete;
   DependentLaunch& operator=(const DependentLaunch&) = delete;
@@ -1196,8 +1205,7 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   }
   // The product kernel: a programmatic dependent of stage_x_kernel where that ran.
   const auto product = [&](auto kernel, int64_t blocks) {
-    DependentLaunch d(blocks, kSliceWarps * 32, smem);
-    if constexpr (!XS) d.cfg.numAttrs = 0;  // nothing before it to overlap
+    DependentLaunch d(blocks, kSliceWarps * 32, smem, XS);  // without XS nothing before it to overlap
     const cudaError_t e = cudaLaunchKernelEx(&d.cfg, kernel, a, wmap, smap);
     return e == cudaSuccess
                ? std::string()
@@ -1730,10 +1738,7 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int64_t tok = g + 8 * h;
-          if (tok < a.m)
-            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(a.sums + tok * a.n + ch),
-                         "f"(acc[t][2 * h]), "f"(acc[t][2 * h + 1])
-                         : "memory");
+          if (tok < a.m) red_add2(a.sums + RowMajorSums{}(a.out, tok, ch), acc[t][2 * h], acc[t][2 * h + 1]);
         }
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
@@ -1763,17 +1768,12 @@ __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
   const int tid = static_cast<int>(threadIdx.x), tok = tid / (kWalkSettleChannels / 4);
   if (tok >= o.m) return;
   const int64_t ch = int64_t{blockIdx.x} * kWalkSettleChannels + 4 * (tid % (kWalkSettleChannels / 4));
-  float4* p = reinterpret_cast<float4*>(sums + tok * o.n + ch);
+  const int64_t at = RowMajorSums{}(o, tok, ch);  // Y is [M, N] too
+  float4* p = reinterpret_cast<float4*>(sums + at);
   const float4 v = __ldcg(p);
-  const float f[4] = {v.x, v.y, v.z, v.w};
-  uint16_t h[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float b = o.bias ? gemv::act_to_f32(o.bias[ch + i], OutType::F16) : 0.0f;
-    h[i] = gemv::epilogue(f[i], b, o.epi, OutType::F16);
-  }
-  *reinterpret_cast<uint2*>(o.y + tok * o.n + ch) =
-      make_uint2(bits::pack16(h[0], h[1]), bits::pack16(h[2], h[3]));
+  const auto h = [&](int i, float f) { return out_value<OutType::F16>(o, ch + i, f); };
+  *reinterpret_cast<uint2*>(o.y + at) =
+      make_uint2(bits::pack16(h(0, v.x), h(1, v.y)), bits::pack16(h(2, v.z), h(3, v.w)));
   __stcg(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
 #else
   __trap();  // the launcher takes this path on compute capability 9.0 only

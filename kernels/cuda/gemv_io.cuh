@@ -22,11 +22,17 @@ struct Out {
   int64_t m, n;
 };
 
+// The output of channel ch for the sum v: its bias added, the epilogue applied, rounded to T.
+template <recipes::OutType T>
+__device__ __forceinline__ uint16_t out_value(const Out& o, int64_t ch, float v) {
+  const float b = o.bias ? gemv::act_to_f32(o.bias[ch], T) : 0.0f;
+  return gemv::epilogue(v, b, o.epi, T);
+}
+
 template <recipes::OutType T>
 __device__ __forceinline__ void write_out(const Out& o, int64_t tok, int64_t ch, float v) {
   if (tok >= o.m) return;
-  const float b = o.bias ? gemv::act_to_f32(o.bias[ch], T) : 0.0f;
-  o.y[tok * o.n + ch] = gemv::epilogue(v, b, o.epi, T);
+  o.y[tok * o.n + ch] = out_value<T>(o, ch, v);
 }
 
 // What the mixed-GEMM-layout kernels read and write: the weights, their scales, X, the outputs and
