@@ -527,6 +527,44 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   }
 }
 
+TEST_CASE("gemv: the ring's refills with 6 to 8 rows of X, every format it reads, on few multiprocessors") {
+  // With one token tile (up to 8 rows of X) the copy-engine ring holds two stages; told it has 8
+  // multiprocessors, the launcher gives each block many units, so most stages are refills (elsewhere
+  // only "the rows of X may shrink" reaches them, with fp16 int4 in groups of 128). int4 in groups of
+  // 64 and 128 and int8 per channel, fp16 and bf16.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using recipes::OutType;
+  const cudaDeviceProp prop = device_prop();
+  const int64_t n = 1024, k = 4096;
+  const QuantSpec specs[] = {{quant::Scheme::Int4Sym, quant::Layout::Ft, 128},
+                             {quant::Scheme::Int4Sym, quant::Layout::Ft, 64},
+                             {quant::Scheme::Int8Sym, quant::Layout::Ft, static_cast<int>(k)}};
+  for (const QuantSpec& spec : specs) {
+    const QuantizedMatrix q = cpu->quantize(random_matrix(Distribution::Normal, 17, n, k), spec);
+    const DeviceWeights dev(q);
+    for (const OutType t : {OutType::F16, OutType::BF16}) {
+      for (const int64_t m : {6, 7, 8}) {
+        CAPTURE(static_cast<int>(spec.scheme));
+        CAPTURE(spec.group);
+        CAPTURE(t == OutType::BF16);
+        CAPTURE(m);
+        gemv::Epilogue epi;
+        epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
+        const GemvRequest r = test::make_request(gemv::Path::Fast, t, m, n, k, 60 + m, epi);
+        DeviceGemv d(dev.w, r, prop);
+        d.launch.sms = 8;
+        const std::string error = cuda::gemv_run(d.launch);
+        CHECK(error.empty());
+        if (!error.empty()) MESSAGE(error);
+        CHECK(gemv::compare(d.y.to_host(), test::reference(*cpu, q, r), t).rel_l2 <
+              (t == OutType::F16 ? 1e-3 : 1e-2));
+        CHECK(d.workspace_zero());
+      }
+    }
+  }
+}
+
 TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sums zero)") {
   // The benchmark runs a product hundreds of times on one workspace: every call must find the
   // sums and counters zero and leave them so, or the second product would carry the first one's
