@@ -52,7 +52,7 @@ TEST_CASE("gemv twin: every path within the accuracy goal of the float64 product
       const auto y = cpu->gemv(q, r);
       REQUIRE(y.size() == static_cast<size_t>(m * n));
       const auto acc = gemv::compare(y, test::reference(*cpu, q, r), c.t);
-      const double goal = c.t == OutType::F16 ? 1e-3 : 1e-2;
+      const double goal = test::accuracy_goal(c.t);
       CAPTURE(static_cast<int>(c.spec.scheme));
       CAPTURE(static_cast<int>(c.spec.layout));
       CAPTURE(c.spec.group);

@@ -201,8 +201,8 @@ void check_launch(DeviceGemv& d, Backend& cpu, const QuantizedMatrix& q, const G
   const std::string error = cuda::gemv_run(d.launch);
   CHECK(error.empty());
   if (!error.empty()) MESSAGE(error);
-  const bool f16 = r.dtype == recipes::OutType::F16;
-  CHECK(gemv::compare(d.y.to_host(), test::reference(cpu, q, r), r.dtype).rel_l2 < (f16 ? 1e-3 : 1e-2));
+  CHECK(gemv::compare(d.y.to_host(), test::reference(cpu, q, r), r.dtype).rel_l2 <
+        test::accuracy_goal(r.dtype));
   CHECK(d.workspace_zero());
 }
 
@@ -655,7 +655,7 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       for (int call = 0; call < 3; ++call) {
         CAPTURE(call);
         REQUIRE(cuda::gemv_run(d.launch).empty());
-        CHECK(gemv::compare(d.y.to_host(), ref, run.out).rel_l2 < (run.out == OutType::F16 ? 1e-3 : 1e-2));
+        CHECK(gemv::compare(d.y.to_host(), ref, run.out).rel_l2 < test::accuracy_goal(run.out));
         CHECK(d.workspace_zero());
       }
     }
@@ -819,7 +819,7 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
           const auto yc = cpu->gemv(q, r);
           const auto ref = test::reference(*cpu, q, r);
           const auto eg = gemv::compare(yg, ref, t), ec = gemv::compare(yc, ref, t);
-          const double goal = t == OutType::F16 ? 1e-3 : 1e-2;
+          const double goal = test::accuracy_goal(t);
           const bool exact = yg == yc;
           std::printf("%5lldx%-5lld %-6s scheme %d layout %d g%-5d %s M=%-3lld rel err GPU %.2e CPU %.2e%s\n",
                       static_cast<long long>(n), static_cast<long long>(k), gemv::path_name(c.path),
