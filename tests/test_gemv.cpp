@@ -710,19 +710,25 @@ TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps a block and rang
   }
 }
 
-TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 9 to 16 rows") {
-  // The goal shapes and those of the GPU case, at 9, 12 and 16 rows, groups of 64, 128 and whole K,
-  // on compute capability 9.0.
-  for (const int64_t m : {9, 12, 16}) {
+TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 2 to 16 rows") {
+  // The goal shapes and those of the GPU case, from 3 to 16 rows, groups of 64, 128 and whole K, on
+  // compute capability 9.0.
+  for (const int64_t m : {3, 5, 8, 9, 12, 16}) {
     CHECK(gemv::walk16_takes(90, m, 28672, 8192, 128));
     CHECK(gemv::walk16_takes(90, m, 8192, 28672, 64));
     CHECK(gemv::walk16_takes(90, m, 4096, 4096, 4096));  // 2^24 weights: the least it takes
     CHECK(gemv::walk16_takes(90, m, 128, 131072, 128));  // one range, 1024 steps
     CHECK(gemv::walk16_takes(90, m, 4096, 11008, 64));   // 86 steps
   }
-  // Outside 9 to 16 rows, before Hopper, on smaller matrices (2048x2048 ran 0.97-1.00x the ring), and
-  // where its blocks or steps would not fit the matrix.
-  CHECK_FALSE(gemv::walk16_takes(90, 8, 28672, 8192, 128));
+  // 2 rows from 2^25 weights only (4096x4096 ran 0.97-1.00x the ring there, 8192x8192 0.99-1.02x).
+  CHECK(gemv::walk16_takes(90, 2, 28672, 8192, 128));
+  CHECK(gemv::walk16_takes(90, 2, 4096, 8192, 128));  // 2^25
+  CHECK(gemv::walk16_takes(90, 2, 6144, 11008, 64));
+  CHECK_FALSE(gemv::walk16_takes(90, 2, 4096, 4096, 128));
+  CHECK_FALSE(gemv::walk16_takes(90, 2, 4096, 8192 - 128, 128));
+  // One row (the CUDA-core form), more than 16, before Hopper, on smaller matrices (2048x2048 ran
+  // 0.97-1.00x the ring at 9-16 rows), and where its blocks or steps would not fit the matrix.
+  CHECK_FALSE(gemv::walk16_takes(90, 1, 28672, 8192, 128));
   CHECK_FALSE(gemv::walk16_takes(90, 17, 28672, 8192, 128));
   CHECK_FALSE(gemv::walk16_takes(89, 16, 28672, 8192, 128));
   CHECK_FALSE(gemv::walk16_takes(90, 16, 2048, 2048, 128));

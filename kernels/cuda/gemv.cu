@@ -125,11 +125,11 @@ int64_t counter_count(const gemv::Weights& w, int64_t m) {
 // padded by 8 halves).
 int64_t staged_x_halves(int64_t k) { return k + 8 * (k / 64 + 1); }
 // Rows of X the workspace holds re-laid: up to 64 (the copy-engine stages), and 16 wherever the
-// sixteen-row walk may run (its fragments for 16 tokens and its constants, 17 K halves, fit in 16
-// rows of staged_x_halves).
+// sixteen-row walk may run, from 2 rows (its fragments for 16 tokens and its constants, 17 K halves,
+// fit in 16 rows of staged_x_halves).
 int64_t staged_x_rows(int64_t m) {
   static_assert(gemv::kWalkRows == 16, "the walk's X and constants fit 16 staged rows");
-  return std::min<int64_t>(m > 8 ? std::max<int64_t>(m, gemv::kWalkRows) : m, 64);
+  return std::min<int64_t>(m >= gemv::kWalkLeastRows ? std::max<int64_t>(m, gemv::kWalkRows) : m, 64);
 }
 
 Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
@@ -1476,7 +1476,7 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
   }
 }
 
-// ---- W4A16 at 9 to 16 rows of X on compute capability 9.0: the copy engine feeds warps that own ----
+// ---- W4A16 at 2 to 16 rows of X on compute capability 9.0: the copy engine feeds warps that own ----
 // ---- channels and walk K                                                                        ----
 //
 // A block of kWalkWarps warps owns ranges of 128 channels (32 column groups of the mixed-GEMM layout);
@@ -1835,8 +1835,8 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
     if (m == 1) return launch_lane<NAIVE>(L, ws, wait);
   }
   if constexpr (BITS == 4 && T == OutType::F16) {
-    // 9 to 16 rows: the walk fed by the copy engine where it applies (against the ring of two token
-    // tiles below, notes/performance.md, forty-fifth session).
+    // 2 to 16 rows: the walk fed by the copy engine where it applies (against the ring of one and two
+    // token tiles below: gemv::walk16_takes).
     CUtensorMap wmap;
     // (Its settling kernel writes Y in 8-byte pieces.)
     if (gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) && reinterpret_cast<uintptr_t>(L.y) % 8 == 0 &&

@@ -221,20 +221,27 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
   return hopper_fit(m, ktiles / pair_runs >= kHopperPairLeastRun ? kHopperPairRows : kWideRows);
 }
 
-// The walk of 9 to 16 rows of int4 fed by the copy engine (compute capability 9.0 and newer; fp16
+// The walk of 2 to 16 rows of int4 fed by the copy engine (compute capability 9.0 and newer; fp16
 // X, the fast conversion and its naive twin): blocks of 128 channels, steps of 128 rows of K, groups
-// of 64 rows or of whole steps; the stream-K grid's units (ranges x steps) counted in 32 bits. From
-// 2^24 weights: on the H200 against the copy-engine ring 4096x4096 1.06-1.11x, 8192x8192 1.10-1.19x,
-// 28672x8192 1.14-1.17x, 8192x28672 1.21x; 2048x2048 0.97-1.00x (notes/performance.md, forty-fifth
-// session).
+// of 64 rows or of whole steps; the stream-K grid's units (ranges x steps) counted in 32 bits. X is
+// laid out for 16 tokens whatever M, so its time hardly depends on M. On the H200 against the
+// copy-engine ring (notes/performance.md, forty-fifth and forty-ninth sessions):
+// - 9-16 rows, from 2^24 weights: 4096x4096 1.06-1.11x, 8192x8192 1.10-1.19x, 28672x8192 1.14-1.17x,
+//   8192x28672 1.21x; 2048x2048 0.97-1.00x.
+// - 3-8 rows: 28672x8192 1.05-1.16x, 8192x28672 1.04-1.18x, 8192x8192 1.03-1.16x, 14336x4096
+//   1.02-1.15x, 4096x4096 1.02-1.17x (the more rows, the more it gains).
+// - 2 rows: 1.03-1.05x at 28672x8192 and 8192x28672, 0.99-1.02x at 8192x8192 and 14336x4096, but
+//   0.97-1.00x at 4096x4096: from 2 rows at 2^25 weights, from 3 below.
 constexpr int64_t kWalkChannels = 128;
 constexpr int64_t kWalkStep = 128;
 constexpr int64_t kWalkRows = 16;  // X is laid out for 16 tokens whatever M
 constexpr int64_t kWalkLeastWeights = int64_t{1} << 24;
+constexpr int64_t kWalkLeastRows = 2;  // from 2^25 weights; 3 below
 inline bool walk16_takes(int cc, int64_t m, int64_t n, int64_t k, int64_t group) {
-  return cc >= 90 && m > 8 && m <= 16 && n % kWalkChannels == 0 && k % kWalkStep == 0 && group > 0 &&
-         (group == 64 || (group % kWalkStep == 0 && k % group == 0)) && n * k >= kWalkLeastWeights &&
-         (n / kWalkChannels) * (k / kWalkStep) < (int64_t{1} << 31);
+  const int64_t least_rows = n * k >= 2 * kWalkLeastWeights ? kWalkLeastRows : kWalkLeastRows + 1;
+  return cc >= 90 && m >= least_rows && m <= 16 && n % kWalkChannels == 0 && k % kWalkStep == 0 &&
+         group > 0 && (group == 64 || (group % kWalkStep == 0 && k % group == 0)) &&
+         n * k >= kWalkLeastWeights && (n / kWalkChannels) * (k / kWalkStep) < (int64_t{1} << 31);
 }
 
 // One row of int4 on the CUDA cores (ft_lane_kernel): a warp owns a slab of 256 rows of K, a block

@@ -25,6 +25,7 @@
 #include "kernels/bits/prmt.hpp"
 #include "kernels/cuda/gemv.hpp"
 #include "kernels/cuda/launch.hpp"
+#include "kernels/gemv/split.hpp"
 #include "kernels/recipes/catalog.hpp"
 
 using namespace dql;
@@ -514,6 +515,8 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   // first of these kernels in the process (with the other cases first, it still checks the
   // outputs). On the whole device 4096 x 4096 takes the grids of split tiles; told it has 8
   // multiprocessors, the launcher gives the same shape the persistent grid (its runs cross tiles).
+  // On compute capability 9.0 fp16 from 3 rows takes the walk there (its shared memory the same at
+  // every M) and one row the CUDA-core form, so bf16, which the ring serves at every M, comes too.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -522,14 +525,17 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   const QuantizedMatrix q = int4_g128(*cpu, 11, n, k);
   const DeviceWeights dev(q);
   const gemv::Weights& dw = dev.w;
-  for (const int sms : {prop.multiProcessorCount, 8}) {
-    for (const int64_t m : {8, 1, 8, 16, 9, 16, 2, 8}) {
-      CAPTURE(sms);
-      CAPTURE(m);
-      const GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 70 + m, {});
-      DeviceGemv d(dw, r, prop);
-      d.launch.sms = sms;
-      check_launch(d, *cpu, q, r);
+  for (const OutType t : {OutType::F16, OutType::BF16}) {
+    for (const int sms : {prop.multiProcessorCount, 8}) {
+      for (const int64_t m : {8, 1, 8, 16, 9, 16, 2, 8}) {
+        CAPTURE(t == OutType::BF16);
+        CAPTURE(sms);
+        CAPTURE(m);
+        const GemvRequest r = test::make_request(gemv::Path::Fast, t, m, n, k, 70 + m, {});
+        DeviceGemv d(dw, r, prop);
+        d.launch.sms = sms;
+        check_launch(d, *cpu, q, r);
+      }
     }
   }
 }
@@ -581,17 +587,19 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // second kernel settles them all (8192 x 8192 from 24 rows). 8192 x 8192 from 12 rows and both
   // square shapes from 17 re-lay X first. At one token tile (up to 8 rows) a persistent run's
   // settler meets two to seven others (8192 x 8192 at 1 and 8 rows, three, fp16 and bf16 outputs;
-  // 16384 x 4096 at 8, two; 4096 x 28672 at 1 and 8 rows, seven). From 65 rows on compute
-  // capability 9.0 the Hopper GEMM cuts K into four runs that meet in the workspace at 4096 x 4096 with
-  // 72 rows (64 tiles of 48 rows), fp16 and bf16, and into two at 200 rows (128 tiles of 64); 17024 x 6144
-  // at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks
-  // of 80 rows at 72 and of 96 at 90, single, and in clusters of two that share X blocks of 128 at 128
-  // rows, of 112 at 112 (bf16). Blocks over 128 rows, alone on their multiprocessor, each k16 chunk two
-  // wgmma: 17024 x 1024 at 144 (133 single blocks); with the rows set, as the launcher takes them on
-  // larger matrices: 17152 x 6144 at 200 in blocks of 208 (clusters, the whole K), 8192 x 1024 at 160
-  // (64 tiles in clusters, two runs that meet), fp16 and bf16, 4096 x 4096 at 144 (32 tiles, four runs),
-  // 17152 x 1024 at 256 (two wgmma of 128). The same shapes told compute capability 8.9 take the
-  // mma.sync GEMM of older devices: two runs at 72 rows, the whole K at 200.
+  // 16384 x 4096 at 8, two; 4096 x 28672 at 1 and 8 rows, seven). On compute capability 9.0 from 2^24
+  // weights the rows from 2 to 16 of fp16 take the walk instead (8192 x 8192 at 4 and 9 to 16 rows), so
+  // the ring's cases at 4 and 8 rows are asked with bf16 outputs, which it still serves. From 65 rows on
+  // compute capability 9.0 the Hopper GEMM cuts K into four runs that meet in the workspace at 4096 x 4096
+  // with 72 rows (64 tiles of 48 rows), fp16 and bf16, and into two at 200 rows (128 tiles of 64); 17024 x
+  // 6144 at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks of
+  // 80 rows at 72 and of 96 at 90, single, and in clusters of two that share X blocks of 128 at 128 rows, of
+  // 112 at 112 (bf16). Blocks over 128 rows, alone on their multiprocessor, each k16 chunk two wgmma: 17024 x
+  // 1024 at 144 (133 single blocks); with the rows set, as the launcher takes them on larger matrices: 17152
+  // x 6144 at 200 in blocks of 208 (clusters, the whole K), 8192 x 1024 at 160 (64 tiles in clusters, two
+  // runs that meet), fp16 and bf16, 4096 x 4096 at 144 (32 tiles, four runs), 17152 x 1024 at 256 (two wgmma
+  // of 128). The same shapes told compute capability 8.9 take the mma.sync GEMM of older devices: two runs at
+  // 72 rows, the whole K at 200.
   auto gpu = open_gpu();  // the device the backend opens, as in the other cases
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -608,15 +616,19 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // multiple of 256, not of 512): units of 256 rows of K at every M, settled by the second kernel.
   const Run runs[] = {
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
-      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 48}},
+      {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4, 9, 12, 16, 24, 48}},
       {8192, 8192, {quant::Scheme::Int8Sym, quant::Layout::Ft, 8192}, {12, 16}},
       {8192, 11008, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 9, 12, 16, 24, 32}},
       {5120, 5120, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 16}},
-      {28672, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
-      {16384, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 4}},
-      {16384, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {8, 32}},
+      {28672, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1}},
+      {28672, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {4}, OutType::BF16},
+      {16384, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1}},
+      {16384, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {4}, OutType::BF16},
+      {16384, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {32}},
+      {16384, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {8}, OutType::BF16},
       {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}, OutType::BF16},
-      {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}},
+      {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1}},
+      {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {8}, OutType::BF16},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16},
       {17024, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}},
@@ -723,7 +735,9 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
   // Where the blocks of a split tile meet in slots of the workspace, a zero there means "not stored
   // yet" (stored values are encoded), so a partial sum that is NaN must reach the outputs and must
   // neither hold the tile's last block waiting nor stay behind. On 132 multiprocessors 5120 x 5120
-  // at 1 and 4 rows meets in slots, 4 blocks a tile; the NaN sits in the first block's run.
+  // at 1 and 4 rows meets in slots, 4 blocks a tile; the NaN sits in the first block's run. On compute
+  // capability 9.0 fp16 at 4 rows takes the walk instead (its ranges meet by reductions in the
+  // workspace, which its settling kernel reads and zeroes), so 4 rows are asked with bf16 outputs too.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -732,10 +746,11 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
   const QuantizedMatrix q = int4_g128(*cpu, 8, n, k);
   const DeviceWeights dev(q);
   const gemv::Weights& dw = dev.w;
-  for (int64_t m : {1, 4}) {
+  for (const auto& [m, t] : {std::pair{int64_t{1}, OutType::F16}, {4, OutType::F16}, {4, OutType::BF16}}) {
     CAPTURE(m);
-    GemvRequest r = test::make_request(gemv::Path::Fast, OutType::F16, m, n, k, 70 + m);
-    r.x[100] = 0x7E00;  // an fp16 NaN in row 0
+    CAPTURE(t == OutType::BF16);
+    GemvRequest r = test::make_request(gemv::Path::Fast, t, m, n, k, 70 + m);
+    r.x[100] = t == OutType::F16 ? 0x7E00 : 0x7FC0;  // a NaN in row 0
     const DeviceGemv d(dw, r, prop);
     const auto ref = test::reference(*cpu, q, r);
     for (int call = 0; call < 2; ++call) {
@@ -743,11 +758,11 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
       REQUIRE(cuda::gemv_run(d.launch).empty());
       const std::vector<uint16_t> out = d.y.to_host();
       CHECK(std::count_if(out.begin(), out.begin() + n,
-                          [](uint16_t h) { return std::isnan(gemv::act_to_f32(h, OutType::F16)); }) == n);
+                          [t](uint16_t h) { return std::isnan(gemv::act_to_f32(h, t)); }) == n);
       if (m > 1) {
         const std::vector<uint16_t> rest(out.begin() + n, out.end());
         const std::vector<double> rest_ref(ref.begin() + n, ref.end());
-        CHECK(gemv::compare(rest, rest_ref, OutType::F16).rel_l2 < 1e-3);
+        CHECK(gemv::compare(rest, rest_ref, t).rel_l2 < test::accuracy_goal(t));
       }
       CHECK(d.workspace_zero());
     }
@@ -974,8 +989,9 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("gemv: 9 to 16 rows of int4 on the walk fed by the copy engine, its runs crossing ranges") {
-  // From 9 to 16 rows of X and 2^24 weights, fp16 int4 weights take the walk (compute capability 9.0):
+TEST_CASE("gemv: 2 to 16 rows of int4 on the walk fed by the copy engine, its runs crossing ranges") {
+  // From 2 to 16 rows of X and 2^24 weights (2 rows from 2^25), fp16 int4 weights take the walk
+  // (compute capability 9.0), with X laid out for 16 tokens whatever M:
   // blocks of 128 channels (ranges) and steps of 128 rows of K, the (range, step) units shared stream-K
   // fashion, so a block's run may start or end inside a range and cross into the next; its sums meet
   // the others' in the workspace, and the settling kernel writes the outputs.
@@ -984,9 +1000,10 @@ TEST_CASE("gemv: 9 to 16 rows of int4 on the walk fed by the copy engine, its ru
   // - 128x131072: one range of 1024 steps, every block's run inside it.
   // - 4096x4096: 32 ranges of 32 steps.
   // - 6144x11008: 48 ranges of 86 steps, 4128 units: runs of 10-11 units.
-  // Groups of 64 (each 64-row tile its own scale), 128 and one a channel; 9, 12 and 16 rows (odd M adds
-  // the last token's sums one by one); an activation in the epilogue; the naive conversion beside the
-  // recipe's (the same operands: equal up to the order in which the runs meet).
+  // Groups of 64 (each 64-row tile its own scale), 128 and one a channel; 2 (6144x11008 only), 3, 5, 8,
+  // 9, 12 and 16 rows (the tokens past M read zeros and only those below M meet); an activation in the
+  // epilogue; the naive conversion beside the recipe's (the same operands: equal up to the order in
+  // which the runs meet).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   // At fewer inputs (the compute-sanitizer runs) the first two shapes only.
@@ -996,7 +1013,8 @@ TEST_CASE("gemv: 9 to 16 rows of int4 on the walk fed by the copy engine, its ru
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + 5 * k), n, k);
     for (const int group : {64, 128, static_cast<int>(k)}) {
       const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, group});
-      for (const int64_t m : {9, 12, 16}) {
+      for (const int64_t m : {2, 3, 5, 8, 9, 12, 16}) {
+        if (!gemv::walk16_takes(90, m, n, k, group)) continue;  // 2 rows of 2^24 weights: the ring
         gemv::Epilogue e;
         e.act = m == 9 ? gemv::Act::Silu : gemv::Act::None;
         const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, k,
