@@ -317,3 +317,35 @@ TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear 
       refused("bench --backend cpu --shape 128x512 --kernel 'gemm/w4a16-ft*' --batch 72 --gemm-rows 64");
   CHECK(cpu.find("compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);
 }
+
+TEST_CASE("bench --dtype: bf16 GEMV rows beside fp16, each over its own cuBLAS, and a clear refusal") {
+  const std::string d = tmp("bench-dtype");
+  std::filesystem::create_directories(d);
+  const Run r =
+      run("bench --backend cpu --warm --shape 64x512 --kernel 'gemv/*' --batch 2 --dtype fp16,bf16 --timeout "
+          "0.05 "
+          "--json " +
+          d + "/t.json");
+  REQUIRE(r.status == 0);
+  std::ifstream jf(d + "/t.json");
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  std::vector<std::string> fp16, bf16;
+  for (const nlohmann::json& row : j["rows"]) {
+    const std::string k = row["kernel"];
+    (k.ends_with("-bf16") ? bf16 : fp16).push_back(k);
+    // Every row but the baselines carries its speed-up over cuBLAS of the same type.
+    if (k.find("cublas") == std::string::npos) {
+      CHECK(row.contains("speedup"));
+      CHECK(row["baseline"] == (k.ends_with("-bf16") ? "gemv/cublas-bf16" : "gemv/cublas-fp16"));
+    }
+  }
+  // bf16 X: cuBLAS and the mixed-GEMM layout's int4 and int8 kernels; fp16 adds AWQ, NF4 and online.
+  CHECK(bf16 == std::vector<std::string>{"gemv/cublas-bf16", "gemv/w4a16-ft-bf16", "gemv/w4a16-ft-naive-bf16",
+                                         "gemv/w8a16-ft-bf16", "gemv/w8a16-ft-naive-bf16"});
+  CHECK(fp16.size() == 8);
+  CHECK(refused("bench --backend cpu --dtype fp32")
+            .find("'fp32' is not supported: use fp16, bf16 or fp16,bf16") != std::string::npos);
+  CHECK(refused("bench --backend cpu --dtype bf16,bf16").find("names bf16 twice") != std::string::npos);
+  CHECK(refused("bench --backend cpu --dtype bf16 --kernel 'gemv/w4a16-awq*'").find("matches no kernel") !=
+        std::string::npos);
+}

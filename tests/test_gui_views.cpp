@@ -121,18 +121,31 @@ TEST_CASE("timing view: kernels picked by a pattern, as bench --kernel takes the
   INFO(o.output);
   REQUIRE(o.status == 0);
   const nlohmann::json j = saved_report(json);
-  REQUIRE(j["rows"].size() == 2);
+  REQUIRE(j["rows"].size() == 4);  // fp16 and bf16 X
   CHECK(j["rows"][0]["kernel"] == "gemm/w4a16-ft-fp16");
   CHECK(j["rows"][1]["kernel"] == "gemm/w4a16-ft-naive-fp16");
+  CHECK(j["rows"][2]["kernel"] == "gemm/w4a16-ft-bf16");
+  CHECK(j["rows"][3]["kernel"] == "gemm/w4a16-ft-naive-bf16");
+
+  // bf16 X: the GEMV kernels of the mixed-GEMM layout, each over cuBLAS bf16 when that is chosen too.
+  const Outcome bf16 = timed_run(
+      "timing.select=gemv/*ft-bf16;timing.shapes=64x512;timing.batch=2;timing.warm=1;timing.timeout=0.1",
+      json);
+  INFO(bf16.output);
+  REQUIRE(bf16.status == 0);
+  const nlohmann::json b = saved_report(json);
+  REQUIRE(b["rows"].size() == 2);
+  CHECK(b["rows"][0]["kernel"] == "gemv/w4a16-ft-bf16");
+  CHECK(b["rows"][1]["kernel"] == "gemv/w8a16-ft-bf16");
 
   // A pattern that matches nothing leaves the choice as it was, with a sentence.
   const Outcome none = timed_run(
-      "timing.kernels=dequant/ft-int4-fp16;timing.select=gemv/*-bf16;timing.shapes=64x512;timing.warm=1;"
+      "timing.kernels=dequant/ft-int4-fp16;timing.select=gemv/*-fp8;timing.shapes=64x512;timing.warm=1;"
       "timing.timeout=0.1",
       json);
   INFO(none.output);
   REQUIRE(none.status == 0);
-  CHECK(none.output.find("'gemv/*-bf16' matches no kernel: names look like dequant/ft-int4-fp16") !=
+  CHECK(none.output.find("'gemv/*-fp8' matches no kernel: names look like dequant/ft-int4-fp16") !=
         std::string::npos);
   const nlohmann::json kept = saved_report(json);
   REQUIRE(kept["rows"].size() == 1);

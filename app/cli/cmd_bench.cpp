@@ -3,12 +3,14 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "app/common/bench_report.hpp"
+#include "app/common/parse.hpp"
 #include "backend_option.hpp"
 #include "commands.hpp"
 #include "kernels/bench/clocks.hpp"
@@ -87,11 +89,30 @@ void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
   }
 }
 
+// --dtype: the GEMV / GEMM cases' activations and outputs, fp16, bf16 or both, in the order named.
+std::vector<recipes::OutType> parse_dtypes(const std::string& text) {
+  std::vector<recipes::OutType> out;
+  for (const std::string& name : front::split_commas(text)) {
+    recipes::OutType t;
+    if (name == "fp16")
+      t = recipes::OutType::F16;
+    else if (name == "bf16")
+      t = recipes::OutType::BF16;
+    else
+      throw UserError(
+          fmt::format("--dtype '{}': '{}' is not supported: use fp16, bf16 or fp16,bf16", text, name));
+    if (std::find(out.begin(), out.end(), t) != out.end())
+      throw UserError(fmt::format("--dtype '{}' names {} twice: use fp16, bf16 or fp16,bf16", text, name));
+    out.push_back(t);
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app) {
   struct Opts {
-    std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto";
+    std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto", dtype = "fp16";
     int group = 128, gemm_rows = 0;
     bool cold = false, warm = false;
     std::vector<std::string> compare;
@@ -109,6 +130,10 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--batch", o->batch,
                   "M[,M...]: rows of X of the gemv / gemm cases, 1 to 256 (default 1,16; the default set "
                   "adds 64,256 at 8192x8192)");
+  cmd->add_option("--dtype", o->dtype,
+                  "fp16, bf16 or fp16,bf16: X and Y of the gemv / gemm cases (bf16: cuBLAS and the "
+                  "mixed-GEMM layout's int4 and int8 kernels)")
+      ->capture_default_str();
   cmd->add_option(
       "--gemm-rows", o->gemm_rows,
       fmt::format(
@@ -138,10 +163,11 @@ void add_bench(CLI::App& app) {
       throw UserError("--max-noise and --timeout must be positive");
     const std::vector<int64_t> ms =
         o->batch.empty() ? std::vector<int64_t>{} : take(front::parse_int_list(o->batch, "--batch", 1, 256));
+    const std::vector<recipes::OutType> dtypes = parse_dtypes(o->dtype);
     std::vector<BenchCase> all =
         o->shapes.empty()
-            ? default_bench_cases(o->group, ms)
-            : bench_cases_for(take(front::parse_shape_list(o->shapes, "--shape")), o->group, ms);
+            ? default_bench_cases(o->group, ms, dtypes)
+            : bench_cases_for(take(front::parse_shape_list(o->shapes, "--shape")), o->group, ms, dtypes);
     std::vector<BenchCase> cases;
     for (const BenchCase& bc : all) {
       if (fnmatch(o->kernel.c_str(), bc.kernel_name().c_str(), 0) == 0) cases.push_back(bc);

@@ -56,9 +56,6 @@ Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::stri
   }
 }
 
-namespace {
-
-// The items of a comma-separated list, empty ones included.
 std::vector<std::string> split_commas(std::string_view text) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -70,8 +67,6 @@ std::vector<std::string> split_commas(std::string_view text) {
     start = comma + 1;
   }
 }
-
-}  // namespace
 
 Parsed<std::vector<std::pair<int64_t, int64_t>>> parse_shape_list(std::string_view text,
                                                                   std::string_view what) {

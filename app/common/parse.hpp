@@ -30,6 +30,9 @@ Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::stri
 Parsed<std::vector<std::pair<int64_t, int64_t>>> parse_shape_list(std::string_view text,
                                                                   std::string_view what);
 
+// The items of a comma-separated list, empty ones included.
+std::vector<std::string> split_commas(std::string_view text);
+
 // A comma-separated list of whole numbers, each from `lo` to `hi` (e.g. "1,4,16").
 Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view what, int64_t lo,
                                             int64_t hi);

@@ -275,17 +275,20 @@ std::vector<int64_t> gemv_rows(const std::vector<int64_t>& ms) {
 
 }  // namespace
 
-std::vector<BenchCase> default_bench_cases(int group, const std::vector<int64_t>& ms) {
-  std::vector<BenchCase> cases = bench_cases_for({{4096, 4096}, {8192, 8192}, {8192, 28672}}, group, ms);
-  for (BenchCase& c : gemv_bench_cases({{28672, 8192}}, gemv_rows(ms), group)) cases.push_back(c);
+std::vector<BenchCase> default_bench_cases(int group, const std::vector<int64_t>& ms,
+                                           const std::vector<recipes::OutType>& dtypes) {
+  std::vector<BenchCase> cases =
+      bench_cases_for({{4096, 4096}, {8192, 8192}, {8192, 28672}}, group, ms, dtypes);
+  for (BenchCase& c : gemv_bench_cases({{28672, 8192}}, gemv_rows(ms), group, dtypes)) cases.push_back(c);
   if (ms.empty()) {
-    for (BenchCase& c : gemv_bench_cases({{8192, 8192}}, {64, 256}, group)) cases.push_back(c);
+    for (BenchCase& c : gemv_bench_cases({{8192, 8192}}, {64, 256}, group, dtypes)) cases.push_back(c);
   }
   return cases;
 }
 
 std::vector<BenchCase> gemv_bench_cases(const std::vector<std::pair<int64_t, int64_t>>& shapes,
-                                        const std::vector<int64_t>& ms, int group) {
+                                        const std::vector<int64_t>& ms, int group,
+                                        const std::vector<recipes::OutType>& dtypes) {
   using quant::Layout;
   using quant::Scheme;
   struct Variant {
@@ -306,21 +309,26 @@ std::vector<BenchCase> gemv_bench_cases(const std::vector<std::pair<int64_t, int
   };
   std::vector<BenchCase> cases;
   for (const auto& [n, k] : shapes) {
-    for (int64_t m : ms) {
-      for (const Variant& v : variants) {
-        if (m > 16 && v.path != gemv::Path::Cublas &&
-            !(v.layout == Layout::Ft && v.scheme == Scheme::Int4Sym)) {
-          continue;  // beyond the GEMV's 16 rows: the tensor-core W4A16 GEMM and its baselines
+    for (const recipes::OutType t : dtypes) {
+      for (int64_t m : ms) {
+        for (const Variant& v : variants) {
+          if (m > 16 && v.path != gemv::Path::Cublas &&
+              !(v.layout == Layout::Ft && v.scheme == Scheme::Int4Sym)) {
+            continue;  // beyond the GEMV's 16 rows: the tensor-core W4A16 GEMM and its baselines
+          }
+          // bf16 X: the mixed-GEMM layout's kernels and cuBLAS (the AWQ, NF4 and online paths take fp16).
+          if (t == recipes::OutType::BF16 && v.path != gemv::Path::Cublas && v.layout != Layout::Ft) continue;
+          BenchCase c;
+          c.kind = BenchKind::Gemv;
+          c.n = n, c.k = k, c.m = m;
+          c.dtype = t;
+          c.path = v.path;
+          c.scheme = v.scheme;
+          c.layout = v.layout;
+          c.group = v.group == 0 ? group : (v.group < 0 ? static_cast<int>(k) : v.group);
+          if (v.path == gemv::Path::Online && c.group > 128) c.group = 128;
+          cases.push_back(c);
         }
-        BenchCase c;
-        c.kind = BenchKind::Gemv;
-        c.n = n, c.k = k, c.m = m;
-        c.path = v.path;
-        c.scheme = v.scheme;
-        c.layout = v.layout;
-        c.group = v.group == 0 ? group : (v.group < 0 ? static_cast<int>(k) : v.group);
-        if (v.path == gemv::Path::Online && c.group > 128) c.group = 128;
-        cases.push_back(c);
       }
     }
   }
@@ -328,7 +336,8 @@ std::vector<BenchCase> gemv_bench_cases(const std::vector<std::pair<int64_t, int
 }
 
 std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int64_t>>& shapes, int group,
-                                       const std::vector<int64_t>& ms) {
+                                       const std::vector<int64_t>& ms,
+                                       const std::vector<recipes::OutType>& dtypes) {
   std::vector<BenchCase> cases;
   for (const auto& [n, k] : shapes) {
     for (const recipes::RecipeInfo& info : recipes::all_recipes()) {
@@ -358,7 +367,7 @@ std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int6
       }
     }
   }
-  for (BenchCase& c : gemv_bench_cases(shapes, gemv_rows(ms), group)) cases.push_back(c);
+  for (BenchCase& c : gemv_bench_cases(shapes, gemv_rows(ms), group, dtypes)) cases.push_back(c);
   return cases;
 }
 

@@ -30,16 +30,23 @@ std::future<std::vector<BenchRow>> run_bench_async(Backend& backend, std::vector
 // The cases `bench` runs when none are named: every dequant recipe at 4096x4096, 8192x8192 and
 // 8192x28672, quant (int8, int4 per group, NF4) and permute at the same shapes.
 // Their GEMV cases take M = 1 and 16 at those shapes and at 28672x8192, and the GEMM M = 64 and
-// 256 at 8192x8192; `ms`, when given, replaces all of these rows of X.
-std::vector<BenchCase> default_bench_cases(int group = 128, const std::vector<int64_t>& ms = {});
-// GEMV / GEMM cases: for each [N, K] shape and M, cuBLAS fp16 (the baseline), the W4A16 kernel
-// (fast and naive conversion), W8A16 per channel (fast and naive), the AWQ format, NF4 and the
-// online int8 path. Beyond M = 16 only the W4A16 GEMM and cuBLAS.
+// 256 at 8192x8192; `ms`, when given, replaces all of these rows of X. `dtypes`: the GEMV cases'
+// activations and outputs (gemv_bench_cases).
+std::vector<BenchCase> default_bench_cases(int group = 128, const std::vector<int64_t>& ms = {},
+                                           const std::vector<recipes::OutType>& dtypes = {
+                                               recipes::OutType::F16});
+// GEMV / GEMM cases: for each [N, K] shape, M and activation type, cuBLAS (the baseline), the W4A16
+// kernel (fast and naive conversion), W8A16 per channel (fast and naive), and with fp16 the AWQ
+// format, NF4 and the online int8 path too (bf16 X reads the mixed-GEMM layout only). Beyond M = 16
+// only the W4A16 GEMM and cuBLAS.
 std::vector<BenchCase> gemv_bench_cases(const std::vector<std::pair<int64_t, int64_t>>& shapes,
-                                        const std::vector<int64_t>& ms, int group = 128);
+                                        const std::vector<int64_t>& ms, int group = 128,
+                                        const std::vector<recipes::OutType>& dtypes = {
+                                            recipes::OutType::F16});
 // Every kind at each shape; the GEMV cases with M = 1 and 16 unless `ms` names others.
 std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int64_t>>& shapes, int group,
-                                       const std::vector<int64_t>& ms = {});
+                                       const std::vector<int64_t>& ms = {},
+                                       const std::vector<recipes::OutType>& dtypes = {recipes::OutType::F16});
 
 // The naive recipe a fast one is compared with (same element width), if any.
 std::optional<recipes::RecipeId> baseline_of(recipes::RecipeId id);

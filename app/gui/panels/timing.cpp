@@ -68,6 +68,9 @@ State& state() {
 
 int group_of(int choice) { return choice == 0 ? 32 : choice == 1 ? 64 : 128; }
 
+// The GEMV / GEMM cases' X and Y types the panel offers: a kernel's name ends with its type.
+const std::vector<recipes::OutType> kBothTypes = {recipes::OutType::F16, recipes::OutType::BF16};
+
 // 1-2-5 steps for a linear axis up to `top`.
 double nice_step(double top, int ticks) {
   const double raw = top / std::max(ticks, 1);
@@ -278,7 +281,8 @@ void start(State& s, Model& m) {
     return;
   }
   std::vector<BenchCase> cases;
-  for (const BenchCase& c : bench_cases_for(std::get<0>(shapes), group_of(s.group_choice), std::get<0>(ms)))
+  for (const BenchCase& c :
+       bench_cases_for(std::get<0>(shapes), group_of(s.group_choice), std::get<0>(ms), kBothTypes))
     if (s.chosen.count(c.kernel_name())) cases.push_back(c);
   if (cases.empty()) {
     s.error = "choose at least one kernel to time";
@@ -336,8 +340,8 @@ void draw_timing(Model& m, const Ui& ui) {
     if (gpu) s.backend = make_cuda_backend(&why);
     if (!s.backend) s.backend = make_cpu_backend();
     std::set<std::string> seen;
-    // M = 64 names the GEMM rows (gemm/...) beside the GEMV ones.
-    for (const BenchCase& c : bench_cases_for({{256, 1024}}, 128, {1, 64})) {
+    // M = 64 names the GEMM rows (gemm/...) beside the GEMV ones; fp16 and bf16 X (-fp16, -bf16).
+    for (const BenchCase& c : bench_cases_for({{256, 1024}}, 128, {1, 64}, kBothTypes)) {
       if (seen.insert(c.kernel_name()).second) s.kernels.push_back(c.kernel_name());
     }
     if (gpu) {
