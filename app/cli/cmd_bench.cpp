@@ -93,17 +93,14 @@ void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
 std::vector<recipes::OutType> parse_dtypes(const std::string& text) {
   std::vector<recipes::OutType> out;
   for (const std::string& name : front::split_commas(text)) {
-    recipes::OutType t;
-    if (name == "fp16")
-      t = recipes::OutType::F16;
-    else if (name == "bf16")
-      t = recipes::OutType::BF16;
-    else
+    const std::optional<recipes::OutType> t = front::out_type_named(name);
+    if (!t) {
       throw UserError(
           fmt::format("--dtype '{}': '{}' is not supported: use fp16, bf16 or fp16,bf16", text, name));
-    if (std::find(out.begin(), out.end(), t) != out.end())
+    }
+    if (std::find(out.begin(), out.end(), *t) != out.end())
       throw UserError(fmt::format("--dtype '{}' names {} twice: use fp16, bf16 or fp16,bf16", text, name));
-    out.push_back(t);
+    out.push_back(*t);
   }
   return out;
 }

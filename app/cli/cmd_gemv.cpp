@@ -317,12 +317,9 @@ void add_gemv(CLI::App& app) {
       r.path = gemv::Path::Cublas;
     else
       throw UserError(fmt::format("--path '{}' is not a path: use fast, naive, online or cublas", o->path));
-    if (o->dtype == "fp16")
-      r.dtype = recipes::OutType::F16;
-    else if (o->dtype == "bf16")
-      r.dtype = recipes::OutType::BF16;
-    else
-      throw UserError(fmt::format("--dtype '{}' is not supported: use fp16 or bf16", o->dtype));
+    const std::optional<recipes::OutType> dtype = front::out_type_named(o->dtype);
+    if (!dtype) throw UserError(fmt::format("--dtype '{}' is not supported: use fp16 or bf16", o->dtype));
+    r.dtype = *dtype;
     r.epi = parse_epilogue(o->act, o->clamp);
 
     const QuantizedMatrix w = load_weight(o->dir, o->scheme, o->layout);

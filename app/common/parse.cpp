@@ -68,6 +68,12 @@ std::vector<std::string> split_commas(std::string_view text) {
   }
 }
 
+std::optional<recipes::OutType> out_type_named(std::string_view name) {
+  if (name == "fp16") return recipes::OutType::F16;
+  if (name == "bf16") return recipes::OutType::BF16;
+  return std::nullopt;
+}
+
 Parsed<std::vector<std::pair<int64_t, int64_t>>> parse_shape_list(std::string_view text,
                                                                   std::string_view what) {
   std::vector<std::pair<int64_t, int64_t>> out;

@@ -3,11 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "kernels/recipes/recipes.hpp"
 
 namespace dql::front {
 
@@ -32,6 +35,9 @@ Parsed<std::vector<std::pair<int64_t, int64_t>>> parse_shape_list(std::string_vi
 
 // The items of a comma-separated list, empty ones included.
 std::vector<std::string> split_commas(std::string_view text);
+
+// The GEMV's type of X and Y by name, "fp16" or "bf16"; nothing for any other text.
+std::optional<recipes::OutType> out_type_named(std::string_view name);
 
 // A comma-separated list of whole numbers, each from `lo` to `hi` (e.g. "1,4,16").
 Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view what, int64_t lo,

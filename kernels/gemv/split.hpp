@@ -236,9 +236,10 @@ constexpr int64_t kWalkChannels = 128;
 constexpr int64_t kWalkStep = 128;
 constexpr int64_t kWalkRows = 16;  // X is laid out for 16 tokens whatever M
 constexpr int64_t kWalkLeastWeights = int64_t{1} << 24;
-constexpr int64_t kWalkLeastRows = 2;  // from 2^25 weights; 3 below
+constexpr int64_t kWalkLeastRows = 2;                     // from kWalkTwoRowWeights
+constexpr int64_t kWalkTwoRowWeights = int64_t{1} << 25;  // below: from 3 rows
 inline bool walk16_takes(int cc, int64_t m, int64_t n, int64_t k, int64_t group) {
-  const int64_t least_rows = n * k >= 2 * kWalkLeastWeights ? kWalkLeastRows : kWalkLeastRows + 1;
+  const int64_t least_rows = n * k >= kWalkTwoRowWeights ? kWalkLeastRows : kWalkLeastRows + 1;
   return cc >= 90 && m >= least_rows && m <= 16 && n % kWalkChannels == 0 && k % kWalkStep == 0 &&
          group > 0 && (group == 64 || (group % kWalkStep == 0 && k % group == 0)) &&
          n * k >= kWalkLeastWeights && (n / kWalkChannels) * (k / kWalkStep) < (int64_t{1} << 31);
