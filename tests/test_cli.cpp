@@ -322,9 +322,8 @@ TEST_CASE("bench --dtype: bf16 GEMV rows beside fp16, each over its own cuBLAS, 
   const std::string d = tmp("bench-dtype");
   std::filesystem::create_directories(d);
   const Run r =
-      run("bench --backend cpu --warm --shape 64x512 --kernel 'gemv/*' --batch 2 --dtype fp16,bf16 --timeout "
-          "0.05 "
-          "--json " +
+      run("bench --backend cpu --warm --shape 64x512 --kernel 'gemv/*' --batch 2 --dtype fp16,bf16 "
+          "--timeout 0.05 --json " +
           d + "/t.json");
   REQUIRE(r.status == 0);
   std::ifstream jf(d + "/t.json");

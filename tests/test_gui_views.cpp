@@ -127,7 +127,7 @@ TEST_CASE("timing view: kernels picked by a pattern, as bench --kernel takes the
   CHECK(j["rows"][2]["kernel"] == "gemm/w4a16-ft-bf16");
   CHECK(j["rows"][3]["kernel"] == "gemm/w4a16-ft-naive-bf16");
 
-  // bf16 X: the GEMV kernels of the mixed-GEMM layout, each over cuBLAS bf16 when that is chosen too.
+  // bf16 X: the GEMV kernels of the mixed-GEMM layout are offered and picked by the same patterns.
   const Outcome bf16 = timed_run(
       "timing.select=gemv/*ft-bf16;timing.shapes=64x512;timing.batch=2;timing.warm=1;timing.timeout=0.1",
       json);
