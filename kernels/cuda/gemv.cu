@@ -1498,6 +1498,9 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // sums into the [M, N] workspace where a range or its run ends, and the settling kernel writes the
 // outputs. Against the copy-engine ring of two token tiles (one lane's loads of X and two mma a word,
 // 64-channel tiles, X copied a stage for every 64 channels), notes/performance.md (forty-fifth session).
+// bf16 X takes the same walk: the weights enter as 128 + n (walk_pairs) and X undivided; two more shifts a
+// weight register make it about 7% slower than fp16's, 1.0-1.4x the ring from 2 rows on the H200
+// (fiftieth session).
 constexpr int kWalkWarps = 4;
 constexpr int kWalkTiles = 4;  // n-tiles a warp
 constexpr int kWalkStages = 4;
@@ -1528,7 +1531,9 @@ struct WalkArgs : FtIo {
 // mma's k slots 2q and 2q + 1, and in slots 2 h2 + 1 and 2 h2 + 5 (the high nibbles) those of k slots 2q
 // + 8 and 2q + 9; the fragment holds X of tokens g and g + 8 there (zeros past M), the high rows divided
 // by 16. Beside it, minus each token's constant a 64-row tile: 1032 x the low rows' X plus 1152 x the
-// high rows' X / 16 (the values as staged), summed in double in a fixed order and rounded once.
+// high rows' X / 16 (the values as staged), summed in double in a fixed order and rounded once. bf16 X
+// (whose weights enter as 128 + n, every nibble after a shift): X as it is, and 136 x every row's.
+template <OutType T>
 __global__ void __launch_bounds__(256)
     walk_x_kernel(const uint16_t* x, int64_t m, int64_t k, uint4* xs, float4* c4) {
 #ifdef DQL_BULK_COPY
@@ -1557,10 +1562,16 @@ __global__ void __launch_bounds__(256)
         static_cast<int>(layouts::ft_source(geo, word, layouts::ft_slot_element(geo, slots[e]), k).k);
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
-      const __half xv = __ushort_as_half(rows[(g + 8 * t) * kPitch + row]);
-      const __half sv = e < 2 ? xv : __float2half_rn(__half2float(xv) * 0.0625f);
-      v[t][e] = __half_as_ushort(sv);
-      c[t] += (e < 2 ? 1032.0 : 1152.0) * static_cast<double>(__half2float(sv));
+      const uint16_t xb = rows[(g + 8 * t) * kPitch + row];
+      if constexpr (T == OutType::F16) {
+        const __half xv = __ushort_as_half(xb);
+        const __half sv = e < 2 ? xv : __float2half_rn(__half2float(xv) * 0.0625f);
+        v[t][e] = __half_as_ushort(sv);
+        c[t] += (e < 2 ? 1032.0 : 1152.0) * static_cast<double>(__half2float(sv));
+      } else {
+        v[t][e] = xb;
+        c[t] += 136.0 * static_cast<double>(gemv::act_to_f32(xb, OutType::BF16));
+      }
     }
   }
   xs[(step * 8 + f) * 32 + lane] = make_uint4(bits::pack16(v[0][0], v[0][1]), bits::pack16(v[1][0], v[1][1]),
@@ -1588,23 +1599,34 @@ __global__ void __launch_bounds__(256)
 }
 
 // The mma's B registers of word w (shifted right by 8 for its second pair of slots): the low
-// nibbles of slots 0 and 4 as 1024 + n, the high ones of slots 1 and 5 as 1024 + 16 n.
-template <bool NAIVE>
+// nibbles of slots 0 and 4 as 1024 + n, the high ones of slots 1 and 5 as 1024 + 16 n. bf16, whose 7
+// bits of mantissa leave no room for 16 n beside 128: both as 128 + n, the high ones after a shift by 4.
+template <bool NAIVE, OutType T>
 __device__ __forceinline__ void walk_pairs(uint32_t w, uint32_t& lo, uint32_t& hi) {
-  if constexpr (!NAIVE) {
+  if constexpr (!NAIVE && T == OutType::F16) {
     lo = bits::lop3<0xEA>(w, 0x000F000Fu, 0x64006400u);  // (w & mask) | 0x6400 in each half
     hi = bits::lop3<0xEA>(w, 0x00F000F0u, 0x64006400u);
-  } else {
+  } else if constexpr (!NAIVE) {
+    lo = bits::lop3<0xEA>(w, 0x000F000Fu, 0x43004300u);  // (w & mask) | 0x4300 in each half
+    hi = bits::lop3<0xEA>(w >> 4, 0x000F000Fu, 0x43004300u);
+  } else if constexpr (T == OutType::F16) {
     const auto h = [](uint32_t v) {
       return static_cast<uint16_t>(bits::cvt_f16_s32(static_cast<int32_t>(v)));
     };
     lo = bits::pack16(h(1024u + (w & 15u)), h(1024u + ((w >> 16) & 15u)));
     hi = bits::pack16(h(1024u + 16u * ((w >> 4) & 15u)), h(1024u + 16u * ((w >> 20) & 15u)));
+  } else {  // integer to fp32, a pair of those to bf16
+    const auto h = [](uint32_t a, uint32_t b) {
+      return bits::cvt_bf16x2_f32(quant::bits_of_f32(static_cast<float>(static_cast<int32_t>(b))),
+                                  quant::bits_of_f32(static_cast<float>(static_cast<int32_t>(a))));
+    };
+    lo = h(128u + (w & 15u), 128u + ((w >> 16) & 15u));
+    hi = h(128u + ((w >> 4) & 15u), 128u + ((w >> 20) & 15u));
   }
 }
 
 // G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row.
-template <bool NAIVE, bool G64>
+template <OutType T, bool NAIVE, bool G64>
 __global__ void __launch_bounds__(kWalkThreads, 1)
     ft_walk16_kernel(WalkArgs a, const __grid_constant__ CUtensorMap wmap) {
 #ifdef DQL_BULK_COPY
@@ -1710,8 +1732,8 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
 #pragma unroll
       for (int t = 0; t < kWalkTiles; ++t) {
         uint32_t lo, hi;
-        walk_pairs<NAIVE>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
-        wide_mma<OutType::F16>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
+        walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
+        wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
       }
     }
 #pragma unroll
@@ -1760,6 +1782,7 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
 // outputs after the turn, and 40.2 -> 39.1-39.7 with this one (notes/performance.md, forty-seventh
 // session).
 constexpr int kWalkSettleChannels = 64;
+template <OutType T>
 __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
 #ifdef DQL_BULK_COPY
   static_assert(static_cast<int>(gemv::kWalkRows) * kWalkSettleChannels / 4 == 256, "a thread 4 channels");
@@ -1771,7 +1794,7 @@ __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
   const int64_t at = RowMajorSums{}(o, tok, ch);  // Y is [M, N] too
   float4* p = reinterpret_cast<float4*>(sums + at);
   const float4 v = __ldcg(p);
-  const auto h = [&](int i, float f) { return out_value<OutType::F16>(o, ch + i, f); };
+  const auto h = [&](int i, float f) { return out_value<T>(o, ch + i, f); };
   // __stcg: one 8-byte store (a plain assignment here was split into two 4-byte ones).
   __stcg(reinterpret_cast<uint2*>(o.y + at),
          make_uint2(bits::pack16(h(0, v.x), h(1, v.y)), bits::pack16(h(2, v.z), h(3, v.w))));
@@ -1791,14 +1814,14 @@ bool walk_map(CUtensorMap* map, const GemvLaunch& L) {
                        CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
-template <bool NAIVE, bool G64>
+template <OutType T, bool NAIVE, bool G64>
 std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
-  const auto kernel = ft_walk16_kernel<NAIVE, G64>;
+  const auto kernel = ft_walk16_kernel<T, NAIVE, G64>;
   static Fit fit;
   WalkArgs a{ft_io(L, ws), reinterpret_cast<const uint4*>(ws.xs),
              reinterpret_cast<const float4*>(ws.xs + gemv::kWalkRows * L.w.k),
              static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep))};
-  walk_x_kernel<<<static_cast<unsigned>(L.w.k / gemv::kWalkStep), 256>>>(
+  walk_x_kernel<T><<<static_cast<unsigned>(L.w.k / gemv::kWalkStep), 256>>>(
       a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4));
   // Held to kWalkBlocksPerSm blocks a multiprocessor by unused shared memory.
   const size_t smem =
@@ -1811,16 +1834,16 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
   // Its outputs by walk_settle_kernel, as its programmatic dependent (against the copy-engine ring's
   // settling kernel, 1.0-3.0 us less).
   DependentLaunch settle(a.n / kWalkSettleChannels, 256, 0);
-  if (const cudaError_t e = cudaLaunchKernelEx(&settle.cfg, walk_settle_kernel, a.out, a.sums);
+  if (const cudaError_t e = cudaLaunchKernelEx(&settle.cfg, walk_settle_kernel<T>, a.out, a.sums);
       e != cudaSuccess)
     return std::string("the sixteen-row walk's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
   return status("the sixteen-row W4A16 walk (copy engine)", wait);
 }
 
-template <bool NAIVE>
+template <OutType T, bool NAIVE>
 std::string launch_walk16(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
-  return L.w.group == 64 ? launch_walk16_g<NAIVE, true>(L, ws, wmap, wait)
-                         : launch_walk16_g<NAIVE, false>(L, ws, wmap, wait);
+  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true>(L, ws, wmap, wait)
+                         : launch_walk16_g<T, NAIVE, false>(L, ws, wmap, wait);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>
@@ -1834,14 +1857,14 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if constexpr (BITS == 4 && T == OutType::F16) {
     if (m == 1) return launch_lane<NAIVE>(L, ws, wait);
   }
-  if constexpr (BITS == 4 && T == OutType::F16) {
+  if constexpr (BITS == 4) {
     // 2 to 16 rows: the walk fed by the copy engine where it applies (against the ring of one and two
     // token tiles below: gemv::walk16_takes).
     CUtensorMap wmap;
     // (Its settling kernel writes Y in 8-byte pieces.)
-    if (gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) && reinterpret_cast<uintptr_t>(L.y) % 8 == 0 &&
-        walk_map(&wmap, L))
-      return launch_walk16<NAIVE>(L, ws, wmap, wait);
+    if (!L.no_walk && gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) &&
+        reinterpret_cast<uintptr_t>(L.y) % 8 == 0 && walk_map(&wmap, L))
+      return launch_walk16<T, NAIVE>(L, ws, wmap, wait);
   }
   if (m <= 8 && bulk_fits<BITS, WPT, 1>(L)) return launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
   if (m > 8 && m <= 16 && bulk_fits<BITS, kWpt2, 2>(L))

@@ -21,6 +21,9 @@ struct GemvLaunch {
   // choice. The tests set it to reach every block size on small matrices, `bench --gemm-rows` to try
   // the tiling on the user's device.
   int rows = 0;
+  // The copy-engine ring where the walk of 2 to 16 rows would run (gemv::walk16_takes): the tests reach
+  // the ring's cases on large matrices with it.
+  bool no_walk = false;
 };
 
 // The kernels move operands 16 bytes at a time (cp.async, the copy engine, vector loads), so every

@@ -222,7 +222,7 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
 }
 
 // The walk of 2 to 16 rows of int4 fed by the copy engine (compute capability 9.0 and newer; fp16
-// X, the fast conversion and its naive twin): blocks of 128 channels, steps of 128 rows of K, groups
+// or bf16 X, the fast conversion and its naive twin): blocks of 128 channels, steps of 128 rows of K, groups
 // of 64 rows or of whole steps; the stream-K grid's units (ranges x steps) counted in 32 bits. X is
 // laid out for 16 tokens whatever M, so its time hardly depends on M. On the H200 against the
 // copy-engine ring (notes/performance.md, forty-fifth and forty-ninth sessions):
@@ -232,6 +232,10 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
 //   1.02-1.15x, 4096x4096 1.02-1.17x (the more rows, the more it gains).
 // - 2 rows: 1.03-1.05x at 28672x8192 and 8192x28672, 0.99-1.02x at 8192x8192 and 14336x4096, but
 //   0.97-1.00x at 4096x4096: from 2 rows at 2^25 weights, from 3 below.
+// bf16 X (fiftieth session; its walk is about 7% slower than fp16's: two more shifts a weight register)
+// follows the same rule: 1.23-1.40x at 16 rows, 1.10-1.19x at 8, 1.00-1.10x at 3; at 2 rows 1.01-1.09x
+// from 2^25 weights but 0.95-1.01x below; at one row, where it has no CUDA-core form, 1.00x on the large
+// shapes and 0.92-1.00x on the others, so one row stays with the ring.
 constexpr int64_t kWalkChannels = 128;
 constexpr int64_t kWalkStep = 128;
 constexpr int64_t kWalkRows = 16;  // X is laid out for 16 tokens whatever M

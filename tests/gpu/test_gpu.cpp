@@ -515,8 +515,9 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   // first of these kernels in the process (with the other cases first, it still checks the
   // outputs). On the whole device 4096 x 4096 takes the grids of split tiles; told it has 8
   // multiprocessors, the launcher gives the same shape the persistent grid (its runs cross tiles).
-  // On compute capability 9.0 fp16 from 3 rows takes the walk there (its shared memory the same at
-  // every M) and one row the CUDA-core form, so bf16, which the ring serves at every M, comes too.
+  // On compute capability 9.0 int4 from 3 rows takes the walk there (its shared memory the same at
+  // every M), and fp16's one row the CUDA-core form, so both types come again with the walk left out
+  // (GemvLaunch::no_walk): the ring at every M but fp16's one row.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -526,15 +527,19 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   const DeviceWeights dev(q);
   const gemv::Weights& dw = dev.w;
   for (const OutType t : {OutType::F16, OutType::BF16}) {
-    for (const int sms : {prop.multiProcessorCount, 8}) {
-      for (const int64_t m : {8, 1, 8, 16, 9, 16, 2, 8}) {
-        CAPTURE(t == OutType::BF16);
-        CAPTURE(sms);
-        CAPTURE(m);
-        const GemvRequest r = test::make_request(gemv::Path::Fast, t, m, n, k, 70 + m, {});
-        DeviceGemv d(dw, r, prop);
-        d.launch.sms = sms;
-        check_launch(d, *cpu, q, r);
+    for (const bool no_walk : {false, true}) {
+      for (const int sms : {prop.multiProcessorCount, 8}) {
+        for (const int64_t m : {8, 1, 8, 16, 9, 16, 2, 8}) {
+          CAPTURE(t == OutType::BF16);
+          CAPTURE(no_walk);
+          CAPTURE(sms);
+          CAPTURE(m);
+          const GemvRequest r = test::make_request(gemv::Path::Fast, t, m, n, k, 70 + m, {});
+          DeviceGemv d(dw, r, prop);
+          d.launch.sms = sms;
+          d.launch.no_walk = no_walk;
+          check_launch(d, *cpu, q, r);
+        }
       }
     }
   }
@@ -588,8 +593,9 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // square shapes from 17 re-lay X first. At one token tile (up to 8 rows) a persistent run's
   // settler meets two to seven others (8192 x 8192 at 1 and 8 rows, three, fp16 and bf16 outputs;
   // 16384 x 4096 at 8, two; 4096 x 28672 at 1 and 8 rows, seven). On compute capability 9.0 from 2^24
-  // weights the rows from 2 to 16 of fp16 take the walk instead (8192 x 8192 at 4 and 9 to 16 rows), so
-  // the ring's cases at 4 and 8 rows are asked with bf16 outputs, which it still serves. From 65 rows on
+  // weights the rows from 2 to 16 of int4 take the walk instead (8192 x 8192 at 4 and 9 to 16 rows), so
+  // the ring's cases at 4 and 8 rows are asked with bf16 outputs and the walk left out
+  // (GemvLaunch::no_walk, every bf16 run here). From 65 rows on
   // compute capability 9.0 the Hopper GEMM cuts K into four runs that meet in the workspace at 4096 x 4096
   // with 72 rows (64 tiles of 48 rows), fp16 and bf16, and into two at 200 rows (128 tiles of 64); 17024 x
   // 6144 at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks of
@@ -662,6 +668,7 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       DeviceGemv d(dw, r, prop);
       if (run.cc) d.launch.cc = run.cc;
       d.launch.rows = run.rows;
+      d.launch.no_walk = run.out == OutType::BF16;
       REQUIRE(d.zeroed < cuda::gemv_workspace_bytes(dw, m));
       const auto ref = test::reference(*cpu, q, r);
       for (int call = 0; call < 3; ++call) {
@@ -736,8 +743,9 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
   // yet" (stored values are encoded), so a partial sum that is NaN must reach the outputs and must
   // neither hold the tile's last block waiting nor stay behind. On 132 multiprocessors 5120 x 5120
   // at 1 and 4 rows meets in slots, 4 blocks a tile; the NaN sits in the first block's run. On compute
-  // capability 9.0 fp16 at 4 rows takes the walk instead (its ranges meet by reductions in the
-  // workspace, which its settling kernel reads and zeroes), so 4 rows are asked with bf16 outputs too.
+  // capability 9.0 int4 at 4 rows takes the walk instead (its ranges meet by reductions in the
+  // workspace, which its settling kernel reads and zeroes), fp16 and bf16, so 4 rows of bf16 are asked
+  // with the walk left out too (GemvLaunch::no_walk).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -746,12 +754,22 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
   const QuantizedMatrix q = int4_g128(*cpu, 8, n, k);
   const DeviceWeights dev(q);
   const gemv::Weights& dw = dev.w;
-  for (const auto& [m, t] : {std::pair{int64_t{1}, OutType::F16}, {4, OutType::F16}, {4, OutType::BF16}}) {
+  struct Run {
+    int64_t m;
+    OutType t;
+    bool no_walk;
+  };
+  for (const Run& run : {Run{1, OutType::F16, false}, Run{4, OutType::F16, false},
+                         Run{4, OutType::BF16, false}, Run{4, OutType::BF16, true}}) {
+    const int64_t m = run.m;
+    const OutType t = run.t;
     CAPTURE(m);
     CAPTURE(t == OutType::BF16);
+    CAPTURE(run.no_walk);
     GemvRequest r = test::make_request(gemv::Path::Fast, t, m, n, k, 70 + m);
     r.x[100] = t == OutType::F16 ? 0x7E00 : 0x7FC0;  // a NaN in row 0
-    const DeviceGemv d(dw, r, prop);
+    DeviceGemv d(dw, r, prop);
+    d.launch.no_walk = run.no_walk;
     const auto ref = test::reference(*cpu, q, r);
     for (int call = 0; call < 2; ++call) {
       CAPTURE(call);
@@ -990,8 +1008,8 @@ TEST_CASE(
 }
 
 TEST_CASE("gemv: 2 to 16 rows of int4 on the walk fed by the copy engine, its runs crossing ranges") {
-  // From 2 to 16 rows of X and 2^24 weights (2 rows from 2^25), fp16 int4 weights take the walk
-  // (compute capability 9.0), with X laid out for 16 tokens whatever M:
+  // From 2 to 16 rows of X and 2^24 weights (2 rows from 2^25), int4 weights take the walk (compute
+  // capability 9.0), fp16 and bf16 X, with X laid out for 16 tokens whatever M:
   // blocks of 128 channels (ranges) and steps of 128 rows of K, the (range, step) units shared stream-K
   // fashion, so a block's run may start or end inside a range and cross into the next; its sums meet
   // the others' in the workspace, and the settling kernel writes the outputs.
@@ -1013,25 +1031,27 @@ TEST_CASE("gemv: 2 to 16 rows of int4 on the walk fed by the copy engine, its ru
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + 5 * k), n, k);
     for (const int group : {64, 128, static_cast<int>(k)}) {
       const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, group});
-      for (const int64_t m : {2, 3, 5, 8, 9, 12, 16}) {
-        if (!gemv::walk16_takes(90, m, n, k, group)) continue;  // 2 rows of 2^24 weights: the ring
-        gemv::Epilogue e;
-        e.act = m == 9 ? gemv::Act::Silu : gemv::Act::None;
-        const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, k,
-                                                 static_cast<uint64_t>(n + group + m), e);
-        const auto yg = gpu->gemv(q, r);
-        const auto ref = test::reference(*cpu, q, r);
-        const double eg = gemv::compare(yg, ref, recipes::OutType::F16).rel_l2;
-        GemvRequest rn = r;
-        rn.path = gemv::Path::Naive;
-        const auto yn = gpu->gemv(q, rn);
-        REQUIRE(yn.size() == yg.size());
-        const size_t apart = outputs_apart(yg, yn, recipes::OutType::F16);
-        std::printf("int4 %lldx%lld g%d M=%lld: rel err GPU %.2e, naive apart %zu\n",
-                    static_cast<long long>(n), static_cast<long long>(k), group, static_cast<long long>(m),
-                    eg, apart);
-        CHECK(eg < 1e-3);
-        CHECK(apart == 0);
+      for (const recipes::OutType t : {recipes::OutType::F16, recipes::OutType::BF16}) {
+        for (const int64_t m : {2, 3, 5, 8, 9, 12, 16}) {
+          if (!gemv::walk16_takes(90, m, n, k, group)) continue;  // 2 rows of 2^24 weights: the ring
+          gemv::Epilogue e;
+          e.act = m == 9 ? gemv::Act::Silu : gemv::Act::None;
+          const GemvRequest r =
+              test::make_request(gemv::Path::Fast, t, m, n, k, static_cast<uint64_t>(n + group + m), e);
+          const auto yg = gpu->gemv(q, r);
+          const auto ref = test::reference(*cpu, q, r);
+          const double eg = gemv::compare(yg, ref, t).rel_l2;
+          GemvRequest rn = r;
+          rn.path = gemv::Path::Naive;
+          const auto yn = gpu->gemv(q, rn);
+          REQUIRE(yn.size() == yg.size());
+          const size_t apart = outputs_apart(yg, yn, t);
+          std::printf("int4 %lldx%lld g%d %s M=%lld: rel err GPU %.2e, naive apart %zu\n",
+                      static_cast<long long>(n), static_cast<long long>(k), group,
+                      t == recipes::OutType::F16 ? "fp16" : "bf16", static_cast<long long>(m), eg, apart);
+          CHECK(eg < test::accuracy_goal(t));
+          CHECK(apart == 0);
+        }
       }
     }
   }
