@@ -145,6 +145,17 @@ std::string tmp(const std::string& name) {
 
 bool exists(const std::string& p) { return std::ifstream(p).good(); }
 
+// `bench ARGS --json FILE` in a fresh folder named `name`: the run succeeds and its JSON report.
+nlohmann::json bench_json(const std::string& name, const std::string& args) {
+  const std::string d = tmp(name);
+  std::filesystem::create_directories(d);
+  const Run r = run("bench " + args + " --json " + d + "/report.json");
+  INFO("dequant-lab bench ", args, "\nstderr: ", r.err);
+  REQUIRE(r.status == 0);
+  std::ifstream jf(d + "/report.json");
+  return nlohmann::json::parse(jf);
+}
+
 }  // namespace
 
 TEST_CASE("quant, dequant and permute on the CPU twin: files, statistics and round trips") {
@@ -282,15 +293,9 @@ TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing tw
 }
 
 TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear refusal") {
-  const std::string d = tmp("bench-batch");
-  std::filesystem::create_directories(d);
-  const Run r =
-      run("bench --backend cpu --warm --shape 64x512 --kernel 'ge*/w4a16-ft-fp16' --batch 3,40 "
-          "--timeout 0.05 --json " +
-          d + "/m.json");
-  REQUIRE(r.status == 0);
-  std::ifstream jf(d + "/m.json");
-  const nlohmann::json j = nlohmann::json::parse(jf);
+  const nlohmann::json j = bench_json(
+      "bench-batch",
+      "--backend cpu --warm --shape 64x512 --kernel 'ge*/w4a16-ft-fp16' --batch 3,40 --timeout 0.05");
   REQUIRE(j["rows"].size() == 2);
   CHECK(j["rows"][0]["kernel"] == "gemv/w4a16-ft-fp16");
   CHECK(j["rows"][0]["shape"].get<std::string>().rfind("M=3 64x512", 0) == 0);
@@ -319,15 +324,9 @@ TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear 
 }
 
 TEST_CASE("bench --dtype: bf16 GEMV rows beside fp16, each over its own cuBLAS, and a clear refusal") {
-  const std::string d = tmp("bench-dtype");
-  std::filesystem::create_directories(d);
-  const Run r =
-      run("bench --backend cpu --warm --shape 64x512 --kernel 'gemv/*' --batch 2 --dtype fp16,bf16 "
-          "--timeout 0.05 --json " +
-          d + "/t.json");
-  REQUIRE(r.status == 0);
-  std::ifstream jf(d + "/t.json");
-  const nlohmann::json j = nlohmann::json::parse(jf);
+  const nlohmann::json j = bench_json(
+      "bench-dtype",
+      "--backend cpu --warm --shape 64x512 --kernel 'gemv/*' --batch 2 --dtype fp16,bf16 --timeout 0.05");
   std::vector<std::string> fp16, bf16;
   for (const nlohmann::json& row : j["rows"]) {
     const std::string k = row["kernel"];
