@@ -1522,6 +1522,14 @@ struct WalkShape {
   static constexpr int kSmem = kWalkStages * kStage + 1024 + 16 * kWalkStages;  // + alignment, barriers
 };
 
+// bf16 X with groups of 128 rows or more: the walk reads the step's whole constant (walk_x_kernel sums
+// both tiles' in double and rounds once), one 16-byte read a step and no adds where it read two and added
+// them: bf16 1.01-1.02x at 28672x8192 and 8192x28672 on the H200. fp16's walk was 1.00-0.98x with it
+// (fewer instructions, the same or a little slower; its loop is not held by their issue), so fp16 keeps
+// the two reads (notes/performance.md, fifty-first session).
+template <OutType T, bool G64>
+constexpr bool walk_whole_step = T == OutType::BF16 && !G64;
+
 struct WalkArgs : FtIo {
   const uint4* xs;   // [K / 128][8][32] A fragments (walk_x_kernel)
   const float4* c4;  // [K / 128][2][8]
@@ -1535,9 +1543,10 @@ struct WalkArgs : FtIo {
 // by 16. Beside it, minus each token's constant a 64-row tile: 1032 x the low rows' X plus 1152 x the
 // high rows' X / 16 (the values as staged), summed in double in a fixed order and rounded once. bf16 X
 // (whose weights enter as 128 + n, every nibble after a shift): X as it is, and 136 x every row's.
+// whole_step: a group of 128 rows or more, tile 1's place holds the step's constant (both tiles').
 template <OutType T>
 __global__ void __launch_bounds__(256)
-    walk_x_kernel(const uint16_t* x, int64_t m, int64_t k, uint4* xs, float4* c4) {
+    walk_x_kernel(const uint16_t* x, int64_t m, int64_t k, uint4* xs, float4* c4, bool whole_step) {
 #ifdef DQL_BULK_COPY
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   constexpr int kPitch = 128 + 8;  // halves a token's row of the step (padded: the reads below spread)
@@ -1587,8 +1596,8 @@ __global__ void __launch_bounds__(256)
   __syncthreads();
   if (threadIdx.x < 32) {  // tile tl's token tok: warps 4 tl .. 4 tl + 3 in order
     const int tl = static_cast<int>(threadIdx.x) / 16, tok = static_cast<int>(threadIdx.x) % 16;
-    const double sum =
-        part[4 * tl][tok] + part[4 * tl + 1][tok] + part[4 * tl + 2][tok] + part[4 * tl + 3][tok];
+    double sum = part[4 * tl][tok] + part[4 * tl + 1][tok] + part[4 * tl + 2][tok] + part[4 * tl + 3][tok];
+    if (whole_step && tl == 1) sum += part[0][tok] + part[1][tok] + part[2][tok] + part[3][tok];
     const float neg = -static_cast<float>(sum);
     // float4 (tokens gg, gg, gg + 8, gg + 8) of lane row gg = tok % 8
     float* out = reinterpret_cast<float*>(c4 + (step * 2 + tl) * 8 + tok % 8) + 2 * (tok / 8);
@@ -1662,6 +1671,7 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
   const int u0 = static_cast<int>(gemv::run_first(blockIdx.x, gridDim.x, a.units));
   const int n = static_cast<int>(gemv::run_first(blockIdx.x + 1, gridDim.x, a.units)) - u0;
   constexpr int kRows = G64 ? 2 : 1;  // scale rows a step
+  constexpr bool kWholeStep = walk_whole_step<T, G64>;
   if (threadIdx.x == 0) {
     for (int i = 0; i < kWalkStages; ++i) mbar_init(full + i, 1), mbar_init(empty + i, kWalkWarps * 32);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -1740,17 +1750,24 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
     uint32_t b[kWalkTiles][4];
 #pragma unroll
     for (int t = 0; t < kWalkTiles; ++t) ldmatrix_x4(b[t], wb + lm[t]);
-    const float4 c0 = lds_f4(cs + 16 * g), c1 = lds_f4(cs + 16 * (8 + g));
-    float d[kRows][kWalkTiles][4];
+    float d[kRows][kWalkTiles][4];  // the sums start from minus the tokens' constants
+    if constexpr (kWholeStep) {     // the step's, in tile 1's place
+      const float4 c = lds_f4(cs + 16 * (8 + g));
 #pragma unroll
-    for (int t = 0; t < kWalkTiles; ++t) {
-      if constexpr (G64) {
-        d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
-        d[kRows - 1][t][0] = c1.x, d[kRows - 1][t][1] = c1.y, d[kRows - 1][t][2] = c1.z,
-                  d[kRows - 1][t][3] = c1.w;
-      } else {
-        d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
-        d[0][t][3] = c0.w + c1.w;
+      for (int t = 0; t < kWalkTiles; ++t)
+        d[0][t][0] = c.x, d[0][t][1] = c.y, d[0][t][2] = c.z, d[0][t][3] = c.w;
+    } else {
+      const float4 c0 = lds_f4(cs + 16 * g), c1 = lds_f4(cs + 16 * (8 + g));
+#pragma unroll
+      for (int t = 0; t < kWalkTiles; ++t) {
+        if constexpr (G64) {
+          d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
+          d[kRows - 1][t][0] = c1.x, d[kRows - 1][t][1] = c1.y, d[kRows - 1][t][2] = c1.z,
+                    d[kRows - 1][t][3] = c1.w;
+        } else {
+          d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
+          d[0][t][3] = c0.w + c1.w;
+        }
       }
     }
 #pragma unroll
@@ -1849,7 +1866,7 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
              reinterpret_cast<const float4*>(ws.xs + gemv::kWalkRows * L.w.k),
              static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep))};
   walk_x_kernel<T><<<static_cast<unsigned>(L.w.k / gemv::kWalkStep), 256>>>(
-      a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4));
+      a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>);
   // Held to kWalkBlocksPerSm blocks a multiprocessor by unused shared memory.
   const size_t smem =
       std::max(static_cast<size_t>(WalkShape::kSmem), occupancy_cap_bytes(kWalkBlocksPerSm, 0));
