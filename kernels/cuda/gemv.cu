@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <map>
 #include <mutex>
 
@@ -1327,6 +1328,12 @@ bool bulk_fits(const GemvLaunch& L) {
 // with nothing else, where the ring's stages reached 79% (notes/performance.md, session 41). The price
 // is accuracy: the products are rounded to fp16 (4 to a chain) before the fp32 sums, where the tensor
 // cores keep them exact.
+//
+// bf16 X takes the same fp16 walk (lane_x_bf16): each warp scales its slab of X by a power of two that
+// puts the slab's largest finite |x| in [2^9, 2^10), converts it to fp16 (exactly: bf16's 8
+// significant bits fit in fp16's 11, for every value less than 2^23 below the largest), and its
+// partial sums are multiplied by the inverse power where the block's warps meet. The products
+// (q - 8 in [-8, 7], 4 to a chain) stay below 2^15, and are rounded to fp16's 11 bits, not bf16's 8.
 constexpr int kLaneAhead = 3;
 
 // A 16-byte piece of the weights, read once: through the read-only path without a place in L1.
@@ -1339,16 +1346,20 @@ __device__ __forceinline__ uint4 load_piece(const uint4* p) {
 }
 
 // The walk: the lane's piece and scale of each of `count` column groups, kLaneAhead loads in flight
-// beyond the one in use, addresses advanced by increments. body(piece, scale, j) for j = 0 .. count - 1;
-// whole rounds of kLaneAhead + 1 run without checks, the last round checks each step.
-template <class Body>
+// beyond the one in use, addresses advanced by increments. ready() once the first load is asked (what
+// X needs before the first step: bf16's scaling waits for X's loads, and the weights' first load need
+// not wait for it; with all three asked first, the pieces in flight did not fit the registers beside
+// the scaling, notes/performance.md, fifty-second session), then body(piece, scale, j) for j = 0 ..
+// count - 1; whole rounds of kLaneAhead + 1 run without checks, the last round checks each step.
+template <class Ready, class Body>
 __device__ __forceinline__ void lane_walk(const uint4* p, int64_t stride, const uint16_t* sp, int count,
-                                          Body body) {
+                                          Ready ready, Body body) {
   constexpr int A = kLaneAhead;
   uint4 buf[A + 1];
   uint16_t sc[A + 1];
 #pragma unroll
   for (int d = 0; d < A; ++d) {
+    if (d == 1) ready();
     if (d < count) buf[d] = load_piece(p), sc[d] = __ldg(sp);
     p += stride, sp += 4;
   }
@@ -1392,9 +1403,42 @@ __device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&x)[16]) {
   return s;
 }
 
+// bf16 X in the lane's 16 registers to fp16 scaled by the warp's power of two 2^e (all lanes of the
+// warp call it; lanes past K hold zeros); returns 2^-e, which takes the warp's sums back. NaN and
+// infinities are left out of the largest |x| and keep their meaning; a slab of zeros takes e = 0, and
+// e stops at 126, where 2^-e is fp32's least normal power (a slab whose largest |x| lies below 2^-117,
+// among bf16's subnormals, keeps fewer bits).
+__device__ __forceinline__ float lane_x_bf16(uint32_t (&x)[16]) {
+  const auto value = [](uint32_t word, int half) {
+    return __uint_as_float(half ? word & 0xFFFF0000u : word << 16);
+  };
+  float top = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float v = fabsf(value(x[i], half));
+      if (v <= FLT_MAX) top = fmaxf(top, v);
+    }
+  }
+  // Lanes (t, c, h) with the same (t, h) hold the same X: the slab is lanes 0, 1, 8, 9, 16, 17, 24, 25.
+  top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, 1));
+  top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, 8));
+  top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, 16));
+  const int e = top > 0.0f ? min(9 - ilogbf(top), 126) : 0;  // in [-118, 126]
+  const float up = __int_as_float((127 + e) << 23);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t lo = __half_as_ushort(__float2half_rn(value(x[i], 0) * up));
+    const uint32_t hi = __half_as_ushort(__float2half_rn(value(x[i], 1) * up));
+    x[i] = lo | hi << 16;
+  }
+  return __int_as_float((127 - e) << 23);
+}
+
 // grid (column ranges of `groups_per_block` column groups, K / (256 W) rounded up: gemv::lane_grid);
 // dynamic shared memory: W x groups_per_block x 4 floats. W warps a block, 32 warps a multiprocessor.
-template <bool NAIVE, int W>
+template <OutType T, bool NAIVE, int W>
 __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block) {
   extern __shared__ float part[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -1415,13 +1459,20 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
       x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
     }
   }
+  __shared__ float back[W];  // each warp's 2^-e (bf16 X)
   // A lane past K multiplies zeros; it reads a piece of the column group's first two tiles instead.
   const int64_t stride = a.k / 8;  // 16-byte pieces a column group
   const uint4* src =
       reinterpret_cast<const uint4*>(a.q) + cg0 * stride + (live ? slab * 32 + lane : lane % 16);
   const uint16_t* sp = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + c;
   float* out = part + warp * groups_per_block * 4 + c;
-  lane_walk(src, stride, sp, count, [&](uint4 v, uint16_t scale, int j) {
+  const auto ready = [&] {
+    if constexpr (T == OutType::BF16) {
+      const float b = lane_x_bf16(x);
+      if (lane == 0) back[warp] = b;
+    }
+  };
+  lane_walk(src, stride, sp, count, ready, [&](uint4 v, uint16_t scale, int j) {
     float d = lane_dot<NAIVE>(v, x);
     d += __shfl_xor_sync(0xFFFFFFFFu, d, 1);  // the tile's two halves: one group
     d *= quant::half_to_f32(scale);
@@ -1435,46 +1486,52 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   const auto each = [&](auto fn) {
     for (int i = threadIdx.x; i < 4 * groups; i += blockDim.x) {
       float v = 0.0f;
-      for (int w = 0; w < warps; ++w) v += part[w * groups_per_block * 4 + i];
+      for (int w = 0; w < warps; ++w) {
+        if constexpr (T == OutType::BF16) {
+          v = fmaf(part[w * groups_per_block * 4 + i], back[w], v);  // exact scaling, one rounding
+        } else {
+          v += part[w * groups_per_block * 4 + i];
+        }
+      }
       fn(int64_t{0}, 4 * cg0 + i, v);
     }
   };
-  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
+  finish_tile<T>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
 }
 
 // Blocks of W warps the device holds at once, asked with the most partial sums a block keeps, so that
 // the grid lane_grid sizes for one wave is one wave on devices whose shared memory, not their
 // registers, sets the count (on the H200 the registers do: 4, 2 and 1 blocks of 8, 16 and 32 warps
 // a multiprocessor either way).
-template <bool NAIVE, int W>
+template <OutType T, bool NAIVE, int W>
 int64_t lane_resident(const GemvLaunch& L) {
   static Fit fit;
   const int per_sm =
-      bulk_blocks_per_sm(fit, ft_lane_kernel<NAIVE, W>, static_cast<size_t>(gemv::kLanePartBytes), W * 32);
+      bulk_blocks_per_sm(fit, ft_lane_kernel<T, NAIVE, W>, static_cast<size_t>(gemv::kLanePartBytes), W * 32);
   return int64_t{per_sm} * L.sms;
 }
 
 // One wave where the column groups allow (gemv::lane_grid).
-template <bool NAIVE, int W>
+template <OutType T, bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  const auto kernel = ft_lane_kernel<NAIVE, W>;
-  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, lane_resident<NAIVE, W>(L));
+  const auto kernel = ft_lane_kernel<T, NAIVE, W>;
+  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, lane_resident<T, NAIVE, W>(L));
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
   kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per));
   return status("the one-row W4A16 kernel (CUDA cores)", wait);
 }
 
 // The warps a block by K, and beyond K = 8192 by the grids (gemv::lane_warps).
-template <bool NAIVE>
+template <OutType T, bool NAIVE>
 std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const auto resident = [&](int w) {
-    return w == 8 ? lane_resident<NAIVE, 8>(L)
-                  : (w == 16 ? lane_resident<NAIVE, 16>(L) : lane_resident<NAIVE, 32>(L));
+    return w == 8 ? lane_resident<T, NAIVE, 8>(L)
+                  : (w == 16 ? lane_resident<T, NAIVE, 16>(L) : lane_resident<T, NAIVE, 32>(L));
   };
   switch (gemv::lane_warps(L.w.n, L.w.k, resident)) {
-    case 8: return launch_lane_w<NAIVE, 8>(L, ws, wait);
-    case 16: return launch_lane_w<NAIVE, 16>(L, ws, wait);
-    default: return launch_lane_w<NAIVE, 32>(L, ws, wait);
+    case 8: return launch_lane_w<T, NAIVE, 8>(L, ws, wait);
+    case 16: return launch_lane_w<T, NAIVE, 16>(L, ws, wait);
+    default: return launch_lane_w<T, NAIVE, 32>(L, ws, wait);
   }
 }
 
@@ -1501,8 +1558,8 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // outputs. Against the copy-engine ring of two token tiles (one lane's loads of X and two mma a word,
 // 64-channel tiles, X copied a stage for every 64 channels), notes/performance.md (forty-fifth session).
 // bf16 X takes the same walk: the weights enter as 128 + n (walk_pairs) and X undivided; two more shifts a
-// weight register make it about 7% slower than fp16's, 1.0-1.4x the ring from 2 rows on the H200
-// (fiftieth session).
+// weight register make it about 6% slower than fp16's, 1.0-1.4x the ring from 2 rows on the H200
+// (fiftieth and fifty-first sessions).
 constexpr int kWalkWarps = 4;
 constexpr int kWalkTiles = 4;  // n-tiles a warp
 constexpr int kWalkStages = 4;
@@ -1894,14 +1951,13 @@ template <int BITS, int WPT, OutType T, bool NAIVE>
 std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   constexpr int kWpt2 = BITS == 4 ? 2 : WPT;  // words a lane with two token tiles (BulkShape)
   const int64_t m = L.p.m;
-  // One row of int4 with fp16 X: the CUDA-core form. H200, against the copy-engine ring, bench medians
+  // One row of int4: the CUDA-core form. fp16 X on the H200, against the copy-engine ring, bench medians
   // (notes/performance.md, session 41): 28672x8192 39.0 -> 34.6 us, 8192x8192 17.3 -> 14.8, 4096x4096
   // 9.95 -> 8.6, 2048x2048 7.5 -> 5.7; 8192x28672 the same (38.5 -> 38.3: its blocks meet in the
-  // workspace). The relative error grows from about 2e-4 to 4e-4 (fp16 products, goal 1e-3).
-  if constexpr (BITS == 4 && T == OutType::F16) {
-    if (m == 1) return launch_lane<NAIVE>(L, ws, wait);
-  }
+  // workspace). The relative error grows from about 2e-4 to 4e-4 (fp16 products, goal 1e-3). bf16 X
+  // is scaled into fp16 a warp at a time (lane_x_bf16) and takes the same walk.
   if constexpr (BITS == 4) {
+    if (m == 1) return launch_lane<T, NAIVE>(L, ws, wait);
     // 2 to 16 rows: the walk fed by the copy engine where it applies (against the ring of one and two
     // token tiles below: gemv::walk16_takes).
     CUtensorMap wmap;

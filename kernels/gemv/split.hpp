@@ -232,10 +232,10 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
 //   1.02-1.15x, 4096x4096 1.02-1.17x (the more rows, the more it gains).
 // - 2 rows: 1.03-1.05x at 28672x8192 and 8192x28672, 0.99-1.02x at 8192x8192 and 14336x4096, but
 //   0.97-1.00x at 4096x4096: from 2 rows at 2^25 weights, from 3 below.
-// bf16 X (fiftieth session; its walk is about 7% slower than fp16's: two more shifts a weight register)
+// bf16 X (fiftieth session; its walk is about 6% slower than fp16's: two more shifts a weight register)
 // follows the same rule: 1.23-1.40x at 16 rows, 1.10-1.19x at 8, 1.00-1.10x at 3; at 2 rows 1.01-1.09x
-// from 2^25 weights but 0.95-1.01x below; at one row, where it has no CUDA-core form, 1.00x on the large
-// shapes and 0.92-1.00x on the others, so one row stays with the ring.
+// from 2^25 weights but 0.95-1.01x below. (At one row it measured 1.00x on the large shapes and
+// 0.92-1.00x on the others; one row of bf16 takes the CUDA-core form, X scaled into fp16.)
 constexpr int64_t kWalkChannels = 128;
 constexpr int64_t kWalkStep = 128;
 constexpr int64_t kWalkRows = 16;  // X is laid out for 16 tokens whatever M

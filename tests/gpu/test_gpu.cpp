@@ -742,10 +742,11 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
   // Where the blocks of a split tile meet in slots of the workspace, a zero there means "not stored
   // yet" (stored values are encoded), so a partial sum that is NaN must reach the outputs and must
   // neither hold the tile's last block waiting nor stay behind. On 132 multiprocessors 5120 x 5120
-  // at 1 and 4 rows meets in slots, 4 blocks a tile; the NaN sits in the first block's run. On compute
+  // at 4 rows meets in slots, 4 blocks a tile; the NaN sits in the first block's run. On compute
   // capability 9.0 int4 at 4 rows takes the walk instead (its ranges meet by reductions in the
   // workspace, which its settling kernel reads and zeroes), fp16 and bf16, so 4 rows of bf16 are asked
-  // with the walk left out too (GemvLaunch::no_walk).
+  // with the walk left out too (GemvLaunch::no_walk). One row takes the CUDA-core form, fp16 and bf16
+  // (whose warps scale X by a power of two that the NaN must not set, nor lose itself in).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -759,8 +760,9 @@ TEST_CASE("gemv: a NaN in X reaches its row through split tiles, and the workspa
     OutType t;
     bool no_walk;
   };
-  for (const Run& run : {Run{1, OutType::F16, false}, Run{4, OutType::F16, false},
-                         Run{4, OutType::BF16, false}, Run{4, OutType::BF16, true}}) {
+  for (const Run& run :
+       {Run{1, OutType::F16, false}, Run{1, OutType::BF16, false}, Run{4, OutType::F16, false},
+        Run{4, OutType::BF16, false}, Run{4, OutType::BF16, true}}) {
     const int64_t m = run.m;
     const OutType t = run.t;
     CAPTURE(m);
@@ -968,9 +970,9 @@ TEST_CASE(
   // - 2048x11008 and 6144x8320: beyond K = 8192 the block is chosen by its grid (gemv::lane_warps); on a
   //   device of 132 multiprocessors (4, 2, 1 blocks of 8, 16, 32 warps each) 3 rows of 16 warps, the
   //   last with 11, and 5 rows of 8 warps, the last with one, meeting in the workspace.
-  // Every group size the kernel reads (64, 128, one a channel), bias, activation and clamp in the
-  // epilogue, and the naive conversion beside the recipe's (the same products: equal up to the order
-  // in which the rows of blocks meet).
+  // Every group size the kernel reads (64, 128, one a channel), fp16 and bf16 X, bias, activation and
+  // clamp in the epilogue, and the naive conversion beside the recipe's (the same products: equal up to
+  // the order in which the rows of blocks meet).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   const std::pair<int64_t, int64_t> shapes[] = {{48, 8320},   {64, 28672},   {32, 65792},
@@ -985,25 +987,97 @@ TEST_CASE(
       clamp.act = gemv::Act::Relu;
       clamp.clamp = true;
       clamp.lo = -1.0f, clamp.hi = 0.5f;
-      for (const gemv::Epilogue& e : {gemv::Epilogue{}, silu, clamp}) {
-        const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, 1, n, k,
-                                                 static_cast<uint64_t>(n + group), e);
-        const auto yg = gpu->gemv(q, r);
-        const auto ref = test::reference(*cpu, q, r);
-        const double eg = gemv::compare(yg, ref, recipes::OutType::F16).rel_l2;
-        const double ec = gemv::compare(cpu->gemv(q, r), ref, recipes::OutType::F16).rel_l2;
-        GemvRequest rn = r;
-        rn.path = gemv::Path::Naive;
-        const auto yn = gpu->gemv(q, rn);
-        REQUIRE(yn.size() == yg.size());
-        const size_t apart = outputs_apart(yg, yn, recipes::OutType::F16);
-        std::printf("int4 %lldx%lld g%d M=1 act %d clamp %d: rel err GPU %.2e CPU %.2e, naive apart %zu\n",
-                    static_cast<long long>(n), static_cast<long long>(k), group, static_cast<int>(e.act),
-                    static_cast<int>(e.clamp), eg, ec, apart);
-        CHECK(eg < 1e-3);
-        CHECK(apart == 0);
+      for (const recipes::OutType t : {recipes::OutType::F16, recipes::OutType::BF16}) {
+        for (const gemv::Epilogue& e : {gemv::Epilogue{}, silu, clamp}) {
+          const GemvRequest r =
+              test::make_request(gemv::Path::Fast, t, 1, n, k, static_cast<uint64_t>(n + group), e);
+          const auto yg = gpu->gemv(q, r);
+          const auto ref = test::reference(*cpu, q, r);
+          const double eg = gemv::compare(yg, ref, t).rel_l2;
+          const double ec = gemv::compare(cpu->gemv(q, r), ref, t).rel_l2;
+          GemvRequest rn = r;
+          rn.path = gemv::Path::Naive;
+          const auto yn = gpu->gemv(q, rn);
+          REQUIRE(yn.size() == yg.size());
+          const size_t apart = outputs_apart(yg, yn, t);
+          std::printf(
+              "int4 %lldx%lld g%d M=1 %s act %d clamp %d: rel err GPU %.2e CPU %.2e, naive apart %zu\n",
+              static_cast<long long>(n), static_cast<long long>(k), group,
+              t == recipes::OutType::F16 ? "fp16" : "bf16", static_cast<int>(e.act),
+              static_cast<int>(e.clamp), eg, ec, apart);
+          CHECK(eg < test::accuracy_goal(t));
+          CHECK(apart == 0);
+        }
       }
     }
+  }
+}
+
+TEST_CASE("gemv: one row of bf16 X on the CUDA cores, however large or small X is") {
+  // bf16 X takes the fp16 walk, each warp's slab of 256 rows of K scaled by its own power of two
+  // (lane_x_bf16). So X times 2^p must give Y times 2^p bit for bit (no bias, no activation; K up to
+  // 8192, where one block holds the whole K and the sums meet in one order), for slabs far apart in
+  // size too; a value 2^30 above the rest of its slab must not push them out of fp16; and an infinity
+  // must reach every output as the float64 product has it (Inf where its weight is not zero, NaN
+  // where it is).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using recipes::OutType;
+  const auto bf16 = [](double v) { return gemv::f32_to_act(static_cast<float>(v), OutType::BF16); };
+  const auto value = [](uint16_t h) { return static_cast<double>(gemv::act_to_f32(h, OutType::BF16)); };
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{256, 2048}, {512, 8192}}) {
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(5 * n + k), n, k);
+    const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+    GemvRequest base = test::make_request(gemv::Path::Fast, OutType::BF16, 1, n, k, static_cast<uint64_t>(n));
+    base.bias.clear();
+    // Slabs alternately 2^40 and 2^-40 times the base X (scaled below by 2^-40 and 2^40 only: bf16 holds
+    // 2^-133 to 2^128).
+    GemvRequest apart = base;
+    for (int64_t i = 0; i < k; ++i) apart.x[i] = bf16(std::ldexp(value(base.x[i]), (i / 256) % 2 ? -40 : 40));
+    for (const GemvRequest* from : {&base, &apart}) {
+      const std::vector<uint16_t> y0 = gpu->gemv(q, *from);
+      for (const int p : from == &apart ? std::vector<int>{-40, 40} : std::vector<int>{-100, -40, 40, 100}) {
+        CAPTURE(n);
+        CAPTURE(p);
+        CAPTURE(from == &apart);
+        GemvRequest r = *from;
+        for (auto& h : r.x) h = bf16(std::ldexp(value(h), p));
+        const std::vector<uint16_t> y = gpu->gemv(q, r);
+        size_t unlike = 0;
+        for (size_t i = 0; i < y.size(); ++i) unlike += y[i] != bf16(std::ldexp(value(y0[i]), p));
+        const double err = gemv::compare(y, test::reference(*cpu, q, r), OutType::BF16).rel_l2;
+        std::printf("bf16 %lldx%lld M=1, X times 2^%d%s: %zu outputs not Y times 2^%d, rel err %.2e\n",
+                    static_cast<long long>(n), static_cast<long long>(k), p,
+                    from == &apart ? " (slabs 2^80 apart)" : "", unlike, p, err);
+        CHECK(unlike == 0);
+        CHECK(err < test::accuracy_goal(OutType::BF16));
+      }
+    }
+    // One value of each slab 2^30 above the rest: the slab's scale follows the largest, and nothing
+    // overflows fp16.
+    GemvRequest peak = base;
+    for (int64_t s = 0; s < k / 256; ++s) peak.x[s * 256 + 37] = bf16(std::ldexp(1.0, 30));
+    const double peak_err =
+        gemv::compare(gpu->gemv(q, peak), test::reference(*cpu, q, peak), OutType::BF16).rel_l2;
+    std::printf("bf16 %lldx%lld M=1, a value 2^30 in each slab: rel err %.2e\n", static_cast<long long>(n),
+                static_cast<long long>(k), peak_err);
+    CHECK(peak_err < test::accuracy_goal(OutType::BF16));
+    // An infinity in the third slab: the float64 product's Inf or NaN in every output.
+    GemvRequest inf = base;
+    inf.x[2 * 256 + 5] = 0x7F80;  // +Inf
+    inf.x[2 * 256 + 6] = bf16(1e30);
+    const std::vector<double> inf_ref = test::reference(*cpu, q, inf);
+    const std::vector<uint16_t> yi = gpu->gemv(q, inf);
+    size_t wrong = 0, nans = 0;
+    for (size_t i = 0; i < yi.size(); ++i) {
+      const double v = value(yi[i]);
+      nans += std::isnan(inf_ref[i]);
+      wrong += std::isnan(inf_ref[i]) ? !std::isnan(v) : v != inf_ref[i];
+    }
+    std::printf("bf16 %lldx%lld M=1, an infinity in X: %zu outputs unlike the float64 product's (%zu NaN)\n",
+                static_cast<long long>(n), static_cast<long long>(k), wrong, nans);
+    CHECK(wrong == 0);
+    CHECK(!std::isfinite(inf_ref[0]));
   }
 }
 
