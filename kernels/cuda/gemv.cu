@@ -1410,7 +1410,7 @@ __device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&x)[16]) {
 // among bf16's subnormals, keeps fewer bits).
 __device__ __forceinline__ float lane_x_bf16(uint32_t (&x)[16]) {
   const auto value = [](uint32_t word, int half) {
-    return __uint_as_float(half ? word & 0xFFFF0000u : word << 16);
+    return gemv::act_to_f32(static_cast<uint16_t>(half ? bits::hi16(word) : bits::lo16(word)), OutType::BF16);
   };
   float top = 0.0f;
 #pragma unroll
@@ -1429,9 +1429,8 @@ __device__ __forceinline__ float lane_x_bf16(uint32_t (&x)[16]) {
   const float up = __int_as_float((127 + e) << 23);
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
-    const uint32_t lo = __half_as_ushort(__float2half_rn(value(x[i], 0) * up));
-    const uint32_t hi = __half_as_ushort(__float2half_rn(value(x[i], 1) * up));
-    x[i] = lo | hi << 16;
+    x[i] =
+        bits::cvt_f16x2_f32(quant::bits_of_f32(value(x[i], 1) * up), quant::bits_of_f32(value(x[i], 0) * up));
   }
   return __int_as_float((127 - e) << 23);
 }
