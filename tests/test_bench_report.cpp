@@ -71,6 +71,36 @@ TEST_CASE("bench cases: the rows a block apply to the cases the Hopper GEMM runs
   CHECK_FALSE(with([](BenchCase& d) { d.kind = BenchKind::Dequant; }));
 }
 
+TEST_CASE("bench cases: the ring beside the walk applies to the walk's cases, and says so in the shape") {
+  BenchCase c;
+  c.kind = BenchKind::Gemv;
+  c.n = 28672, c.k = 8192, c.m = 16;
+  CHECK(c.takes_ring());
+  CHECK(c.shape_name() == "M=16 28672x8192 g128");
+  c.ring = true;  // bench --ring
+  CHECK(c.shape_name() == "M=16 28672x8192 g128 ring");
+  CHECK(c.kernel_name() == "gemv/w4a16-ft-fp16");
+  c.ring = false;
+  const auto with = [&](auto change) {
+    BenchCase d = c;
+    change(d);
+    return d.takes_ring();
+  };
+  CHECK(with([](BenchCase& d) { d.m = 2; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.m = 1; }));   // the one-row kernel
+  CHECK_FALSE(with([](BenchCase& d) { d.m = 17; }));  // beyond the walk
+  CHECK(with([](BenchCase& d) { d.path = gemv::Path::Naive; }));
+  CHECK(with([](BenchCase& d) { d.dtype = recipes::OutType::BF16; }));
+  CHECK(with([](BenchCase& d) { d.group = 64; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.group = 32; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.path = gemv::Path::Cublas; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.path = gemv::Path::Online; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.scheme = quant::Scheme::Int8Sym; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.layout = quant::Layout::Awq, d.scheme = quant::Scheme::Int4Asym; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.n = 64, d.k = 512; }));  // below the walk's least size
+  CHECK_FALSE(with([](BenchCase& d) { d.kind = BenchKind::Dequant; }));
+}
+
 TEST_CASE("bench statistics: median, quartiles and noise by linear interpolation") {
   const BenchStats s = summarize({5, 1, 4, 2, 3});  // sorted 1 2 3 4 5
   CHECK(s.samples == 5);

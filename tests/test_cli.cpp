@@ -321,6 +321,18 @@ TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear 
   const std::string cpu =
       refused("bench --backend cpu --shape 128x512 --kernel 'gemm/w4a16-ft*' --batch 72 --gemm-rows 64");
   CHECK(cpu.find("compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);
+  // --ring: the walk's cases a second time on the ring, refused where no case is the walk's or the
+  // backend has neither.
+  const std::string small =
+      refused("bench --backend cpu --shape 64x512 --kernel 'gemv/w4a16-ft*' --batch 16 --ring");
+  CHECK(small.find("--ring applies to the gemv/w4a16-ft cases the walk runs") != std::string::npos);
+  CHECK(small.find("none is selected") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 4096x4096 --kernel 'gemv/w4a16-ft*' --batch 1 --ring")
+            .find("none is selected") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 4096x4096 --kernel 'gemv/cublas*' --batch 16 --ring")
+            .find("none is selected") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 4096x4096 --kernel 'gemv/w4a16-ft-fp16' --batch 16 --ring")
+            .find("run on compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);
 }
 
 TEST_CASE("bench --dtype: bf16 GEMV rows beside fp16, each over its own cuBLAS, and a clear refusal") {

@@ -89,6 +89,26 @@ void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
   }
 }
 
+// --ring: each case the walk of 2 to 16 rows runs (BenchCase::takes_ring) is timed a second time, right
+// after it, on the copy-engine ring the walk replaced.
+std::vector<BenchCase> with_ring_twins(const std::vector<BenchCase>& cases) {
+  std::vector<BenchCase> out;
+  for (const BenchCase& c : cases) {
+    out.push_back(c);
+    if (c.takes_ring()) {
+      out.push_back(c);
+      out.back().ring = true;
+    }
+  }
+  if (out.size() == cases.size()) {
+    throw UserError(
+        "--ring applies to the gemv/w4a16-ft cases the walk runs: int4, 2 to 16 rows of X (3 to 16 below "
+        "2^25 weights), N and K multiples of 128, group 64 or a multiple of 128 that divides K, at least "
+        "2^24 weights; none is selected: add --kernel 'gemv/w4a16-ft*', --batch 2 to 16 and such a --shape");
+  }
+  return out;
+}
+
 // --dtype: the GEMV / GEMM cases' activations and outputs, fp16, bf16 or both, in the order named.
 std::vector<recipes::OutType> parse_dtypes(const std::string& text) {
   std::vector<recipes::OutType> out;
@@ -111,7 +131,7 @@ void add_bench(CLI::App& app) {
   struct Opts {
     std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto", dtype = "fp16";
     int group = 128, gemm_rows = 0;
-    bool cold = false, warm = false;
+    bool cold = false, warm = false, ring = false;
     std::vector<std::string> compare;
     double max_noise = 0.02, timeout = 8.0;
   };
@@ -137,6 +157,9 @@ void add_bench(CLI::App& app) {
           "Rows of X a block of the Hopper GEMM (compute capability 9.0), a multiple of {} from {} to {}, "
           "for the gemm/w4a16-ft cases from 65 rows (default: the launcher's choice)",
           gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows));
+  cmd->add_flag("--ring", o->ring,
+                "Time each gemv/w4a16-ft case of 2 to 16 rows a second time on the copy-engine ring that the "
+                "walk replaced (compute capability 9.0), its shape marked 'ring'");
   auto* c = cmd->add_flag("--cold", o->cold, "Flush the L2 before every sample (the default)");
   auto* w = cmd->add_flag("--warm", o->warm, "Keep the L2 warm between samples");
   c->excludes(w);
@@ -177,7 +200,14 @@ void add_bench(CLI::App& app) {
     }
     for (const BenchCase& bc : cases) check_case(bc);
     if (o->gemm_rows != 0) set_gemm_rows(cases, o->gemm_rows);
+    if (o->ring) cases = with_ring_twins(cases);
     auto backend = open_backend(o->backend);
+    if (o->ring && (backend->info().backend != "cuda" || backend->info().cc() != 90)) {
+      throw UserError(
+          fmt::format("--ring times the copy-engine ring beside the walk, both of which run on compute "
+                      "capability 9.0 GPUs; this run's backend is {} ({})",
+                      backend->info().backend, backend->info().name));
+    }
     if (o->gemm_rows != 0 && (backend->info().backend != "cuda" || backend->info().cc() != 90)) {
       throw UserError(
           fmt::format("--gemm-rows sets the blocks of the Hopper GEMM, which runs on compute capability "

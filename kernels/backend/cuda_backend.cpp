@@ -157,6 +157,7 @@ class CudaBenchTarget final : public BenchTarget {
         gemv_.sms = dev.sms;
         gemv_.cc = dev.cc();
         gemv_.rows = c.gemm_rows;
+        gemv_.no_walk = c.ring;
         launch_ = [this] { check(cuda::gemv_run(gemv_, false)); };
         break;
       }

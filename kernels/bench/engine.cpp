@@ -93,15 +93,21 @@ bool BenchCase::takes_gemm_rows() const {
          gemv::hopper_takes(m);
 }
 
+bool BenchCase::takes_ring() const {
+  return kind == BenchKind::Gemv && layout == quant::Layout::Ft && scheme == quant::Scheme::Int4Sym &&
+         (path == gemv::Path::Fast || path == gemv::Path::Naive) && gemv::walk16_takes(90, m, n, k, group);
+}
+
 std::string BenchCase::shape_name() const {
   if (kind == BenchKind::Copy) return fmt::format("{} MiB", copy_bytes >> 20);
   if (kind == BenchKind::Permute) return fmt::format("{}x{}", n, k);
   if (kind == BenchKind::Gemv) {
     if (path == gemv::Path::Cublas) return fmt::format("M={} {}x{}", m, n, k);
     const char* g = scheme == quant::Scheme::Nf4 ? "b" : "g";
-    if (group == k) return fmt::format("M={} {}x{} per-ch", m, n, k);
+    const char* form = ring ? " ring" : "";
+    if (group == k) return fmt::format("M={} {}x{} per-ch{}", m, n, k, form);
     if (gemm_rows != 0) return fmt::format("M={} {}x{} {}{} rows {}", m, n, k, g, group, gemm_rows);
-    return fmt::format("M={} {}x{} {}{}", m, n, k, g, group);
+    return fmt::format("M={} {}x{} {}{}{}", m, n, k, g, group, form);
   }
   const bool nf4 = (kind == BenchKind::Dequant && recipe == recipes::RecipeId::Nf4F16) ||
                    (kind == BenchKind::Quant && scheme == quant::Scheme::Nf4);
