@@ -177,6 +177,29 @@ TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cann
   }
 }
 
+TEST_CASE("timing view: the ring beside the walk, refused with a sentence where it cannot apply") {
+  // As bench --ring: no case the walk runs, or a backend without the walk (these tests run on the CPU
+  // twin), each refused before anything is timed.
+  const std::string ring = "timing.kernels=gemv/w4a16-ft-fp16;timing.timeout=0.1;timing.ring=1;";
+  const struct {
+    std::string script, sentence;
+  } cases[] = {
+      {ring + "timing.shapes=64x512;timing.batch=16", "and none is chosen"},
+      {ring + "timing.shapes=4096x4096;timing.batch=1", "and none is chosen"},
+      {ring + "timing.shapes=4096x4096;timing.batch=16",
+       "two forms that run on compute capability 9.0 GPUs, and this view times on CPU twin"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.script);
+    const std::string json = tmp("bench-ring.json");
+    const Outcome o = timed_run(c.script, json);
+    INFO(o.output);
+    CHECK(o.status == 0);
+    CHECK(o.output.find(c.sentence) != std::string::npos);
+    CHECK_FALSE(std::ifstream(json).good());  // nothing was timed, so no results were saved
+  }
+}
+
 TEST_CASE("timing view: a scripted benchmark runs in the background and its results are saved") {
   const std::string json = tmp("bench.json");
   const Outcome o = timed_run(

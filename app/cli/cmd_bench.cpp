@@ -91,15 +91,8 @@ void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
 
 // --ring: each case the walk of 2 to 16 rows runs (BenchCase::takes_ring) is timed a second time, right
 // after it, on the copy-engine ring the walk replaced.
-std::vector<BenchCase> with_ring_twins(const std::vector<BenchCase>& cases) {
-  std::vector<BenchCase> out;
-  for (const BenchCase& c : cases) {
-    out.push_back(c);
-    if (c.takes_ring()) {
-      out.push_back(c);
-      out.back().ring = true;
-    }
-  }
+std::vector<BenchCase> add_ring(const std::vector<BenchCase>& cases) {
+  std::vector<BenchCase> out = with_ring_twins(cases);
   if (out.size() == cases.size()) {
     throw UserError(
         "--ring applies to the gemv/w4a16-ft cases the walk runs: int4, 2 to 16 rows of X (3 to 16 below "
@@ -200,7 +193,7 @@ void add_bench(CLI::App& app) {
     }
     for (const BenchCase& bc : cases) check_case(bc);
     if (o->gemm_rows != 0) set_gemm_rows(cases, o->gemm_rows);
-    if (o->ring) cases = with_ring_twins(cases);
+    if (o->ring) cases = add_ring(cases);
     auto backend = open_backend(o->backend);
     if (o->ring && (backend->info().backend != "cuda" || backend->info().cc() != 90)) {
       throw UserError(

@@ -56,6 +56,10 @@ struct BenchCase {
   double elements() const;
 };
 
+// The cases with, right after each one that takes_ring(), its twin on the copy-engine ring (ring set): the
+// list unchanged where none does (bench --ring, the timing view's ring switch).
+std::vector<BenchCase> with_ring_twins(const std::vector<BenchCase>& cases);
+
 // The format a recipe reads in a dequant case.
 quant::Scheme scheme_of_recipe(recipes::RecipeId id);
 quant::Layout layout_of_recipe(recipes::RecipeId id);

@@ -98,6 +98,18 @@ bool BenchCase::takes_ring() const {
          (path == gemv::Path::Fast || path == gemv::Path::Naive) && gemv::walk16_takes(90, m, n, k, group);
 }
 
+std::vector<BenchCase> with_ring_twins(const std::vector<BenchCase>& cases) {
+  std::vector<BenchCase> out;
+  for (const BenchCase& c : cases) {
+    out.push_back(c);
+    if (c.takes_ring()) {
+      out.push_back(c);
+      out.back().ring = true;
+    }
+  }
+  return out;
+}
+
 std::string BenchCase::shape_name() const {
   if (kind == BenchKind::Copy) return fmt::format("{} MiB", copy_bytes >> 20);
   if (kind == BenchKind::Permute) return fmt::format("{}x{}", n, k);

@@ -40,6 +40,7 @@ struct State {
   char batch[64] = "1,16";  // rows of X of the GEMV / GEMM cases
   int gemm_rows = 0;        // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
   bool hopper = false;      // the backend runs the Hopper GEMM (CUDA, compute capability 9.0)
+  bool ring = false;        // the walk's cases a second time on the copy-engine ring (BenchCase::ring)
   int group_choice = 2;
   int cold = 1;
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
@@ -317,6 +318,26 @@ void start(State& s, Model& m) {
       return;
     }
   }
+  if (s.ring) {
+    const size_t chosen = cases.size();
+    cases = with_ring_twins(cases);
+    if (cases.size() == chosen) {
+      s.error =
+          "the ring beside the walk applies to the gemv/w4a16-ft kernels the walk runs (int4, 2 to 16 rows "
+          "of "
+          "X, N and K multiples of 128, at least 2^24 weights), and none is chosen: tick gemv/w4a16-ft-fp16, "
+          "add rows of X from 2 to 16 and such a shape, or untick the ring";
+    } else if (!s.hopper) {
+      s.error = fmt::format(
+          "the ring beside the walk times two forms that run on compute capability 9.0 GPUs, and this view "
+          "times on {}; untick the ring",
+          s.device_line);
+    }
+    if (!s.error.empty()) {
+      m.set_error(s.error);
+      return;
+    }
+  }
   BenchSettings set;
   set.cold = s.cold != 0;
   set.max_noise = s.max_noise_pct / 100.0;
@@ -359,7 +380,7 @@ void draw_timing(Model& m, const Ui& ui) {
   // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.select=GLOB" (the names it matches),
   // "timing.shapes=NxK,NxK",
   // "timing.batch=M,M" (rows of X of the GEMV / GEMM cases), "timing.gemm-rows=R" (the Hopper GEMM's rows a
-  // block),
+  // block), "timing.ring=1" (the walk's cases a second time on the ring),
   // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
   // "timing.save-json=PATH" (below).
   if (auto v = scripted("timing.kernels")) {
@@ -379,6 +400,7 @@ void draw_timing(Model& m, const Ui& ui) {
   if (auto v = scripted("timing.shapes")) snprintf(s.shapes, sizeof s.shapes, "%s", v->c_str());
   if (auto v = scripted("timing.batch")) snprintf(s.batch, sizeof s.batch, "%s", v->c_str());
   if (auto v = scripted("timing.gemm-rows")) s.gemm_rows = std::atoi(v->c_str());
+  if (auto v = scripted("timing.ring")) s.ring = *v == "1";
   if (auto v = scripted("timing.warm")) s.cold = *v == "1" ? 0 : 1;
   if (auto v = scripted("timing.timeout")) s.timeout_s = static_cast<float>(std::atof(v->c_str()));
   if (auto v = scripted("timing.tab")) s.open_tab = *v;
@@ -466,6 +488,15 @@ void draw_timing(Model& m, const Ui& ui) {
           "%d from %d to %d, or 0 for the launcher's choice.%s",
           kStep, static_cast<int>(gemv::kHopperLeastRows), static_cast<int>(gemv::kHopperLoneRows),
           s.hopper ? "" : "\nCompute capability 9.0 GPUs only: this backend has no Hopper GEMM.");
+    }
+    ImGui::BeginDisabled(!s.hopper && !s.ring);
+    ImGui::Checkbox("ring beside the walk", &s.ring);
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+      ImGui::SetTooltip(
+          "Times each gemv/w4a16-ft case of 2 to 16 rows of X a second time on the copy-engine ring that the "
+          "walk replaced, its shape marked 'ring'.%s",
+          s.hopper ? "" : "\nCompute capability 9.0 GPUs only: this backend runs neither.");
     }
     const char* groups[] = {"32", "64", "128"};
     ImGui::SetNextItemWidth(5 * em);
