@@ -51,6 +51,21 @@ nlohmann::json saved_report(const std::string& json) {
 // The ends of the heatmap shader's ramp (shaders/heatmap.frag) and the palette's "good" green.
 constexpr uint32_t kRampLow = 0x440154, kRampHigh = 0xFDE725, kGood = 0x5AC86E;
 
+// Each script is refused with its sentence before anything is timed (no results file is written).
+struct Refusal {
+  std::string script, sentence;
+};
+void check_refused_before_timing(const std::vector<Refusal>& cases, const std::string& json) {
+  for (const Refusal& c : cases) {
+    CAPTURE(c.script);
+    const Outcome o = timed_run(c.script, json);
+    INFO(o.output);
+    CHECK(o.status == 0);
+    CHECK(o.output.find(c.sentence) != std::string::npos);
+    CHECK_FALSE(std::ifstream(json).good());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("layouts view: the tile map drawn with the shader's ramp, and the permute kernel agrees") {
@@ -156,48 +171,27 @@ TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cann
   // As bench --gemm-rows: a size the Hopper GEMM lacks, no case it runs, or a backend without it
   // (these tests run on the CPU twin), each refused before anything is timed.
   const std::string gemm = "timing.kernels=gemm/w4a16-ft-fp16;timing.batch=72;timing.timeout=0.1;";
-  const struct {
-    std::string script, sentence;
-  } cases[] = {
-      {gemm + "timing.shapes=128x512;timing.gemm-rows=100",
-       "GEMM rows a block 100 is not supported: use a multiple of 16 from 48 to 256, or 0 for the launcher's "
-       "choice"},
-      {gemm + "timing.shapes=64x512;timing.gemm-rows=64", "and none is chosen"},
-      {gemm + "timing.shapes=128x512;timing.gemm-rows=64",
-       "which runs on compute capability 9.0 GPUs, and this view times on CPU twin"},
-  };
-  for (const auto& c : cases) {
-    CAPTURE(c.script);
-    const std::string json = tmp("bench-gemm-rows.json");
-    const Outcome o = timed_run(c.script, json);
-    INFO(o.output);
-    CHECK(o.status == 0);
-    CHECK(o.output.find(c.sentence) != std::string::npos);
-    CHECK_FALSE(std::ifstream(json).good());  // nothing was timed, so no results were saved
-  }
+  check_refused_before_timing(
+      {{gemm + "timing.shapes=128x512;timing.gemm-rows=100",
+        "GEMM rows a block 100 is not supported: use a multiple of 16 from 48 to 256, or 0 for the "
+        "launcher's "
+        "choice"},
+       {gemm + "timing.shapes=64x512;timing.gemm-rows=64", "and none is chosen"},
+       {gemm + "timing.shapes=128x512;timing.gemm-rows=64",
+        "which runs on compute capability 9.0 GPUs, and this view times on CPU twin"}},
+      tmp("bench-gemm-rows.json"));
 }
 
 TEST_CASE("timing view: the ring beside the walk, refused with a sentence where it cannot apply") {
   // As bench --ring: no case the walk runs, or a backend without the walk (these tests run on the CPU
   // twin), each refused before anything is timed.
   const std::string ring = "timing.kernels=gemv/w4a16-ft-fp16;timing.timeout=0.1;timing.ring=1;";
-  const struct {
-    std::string script, sentence;
-  } cases[] = {
-      {ring + "timing.shapes=64x512;timing.batch=16", "and none is chosen"},
-      {ring + "timing.shapes=4096x4096;timing.batch=1", "and none is chosen"},
-      {ring + "timing.shapes=4096x4096;timing.batch=16",
-       "two forms that run on compute capability 9.0 GPUs, and this view times on CPU twin"},
-  };
-  for (const auto& c : cases) {
-    CAPTURE(c.script);
-    const std::string json = tmp("bench-ring.json");
-    const Outcome o = timed_run(c.script, json);
-    INFO(o.output);
-    CHECK(o.status == 0);
-    CHECK(o.output.find(c.sentence) != std::string::npos);
-    CHECK_FALSE(std::ifstream(json).good());  // nothing was timed, so no results were saved
-  }
+  check_refused_before_timing(
+      {{ring + "timing.shapes=64x512;timing.batch=16", "and none is chosen"},
+       {ring + "timing.shapes=4096x4096;timing.batch=1", "and none is chosen"},
+       {ring + "timing.shapes=4096x4096;timing.batch=16",
+        "two forms that run on compute capability 9.0 GPUs, and this view times on CPU twin"}},
+      tmp("bench-ring.json"));
 }
 
 TEST_CASE("timing view: a scripted benchmark runs in the background and its results are saved") {
