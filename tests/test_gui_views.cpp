@@ -174,8 +174,7 @@ TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cann
   check_refused_before_timing(
       {{gemm + "timing.shapes=128x512;timing.gemm-rows=100",
         "GEMM rows a block 100 is not supported: use a multiple of 16 from 48 to 256, or 0 for the "
-        "launcher's "
-        "choice"},
+        "launcher's choice"},
        {gemm + "timing.shapes=64x512;timing.gemm-rows=64", "and none is chosen"},
        {gemm + "timing.shapes=128x512;timing.gemm-rows=64",
         "which runs on compute capability 9.0 GPUs, and this view times on CPU twin"}},

@@ -195,13 +195,15 @@ void add_bench(CLI::App& app) {
     if (o->gemm_rows != 0) set_gemm_rows(cases, o->gemm_rows);
     if (o->ring) cases = add_ring(cases);
     auto backend = open_backend(o->backend);
-    if (o->ring && (backend->info().backend != "cuda" || backend->info().cc() != 90)) {
+    // The walk, the ring and the Hopper GEMM run on compute capability 9.0 GPUs only.
+    const bool hopper = backend->info().backend == "cuda" && backend->info().cc() == 90;
+    if (o->ring && !hopper) {
       throw UserError(
           fmt::format("--ring times the copy-engine ring beside the walk, both of which run on compute "
                       "capability 9.0 GPUs; this run's backend is {} ({})",
                       backend->info().backend, backend->info().name));
     }
-    if (o->gemm_rows != 0 && (backend->info().backend != "cuda" || backend->info().cc() != 90)) {
+    if (o->gemm_rows != 0 && !hopper) {
       throw UserError(
           fmt::format("--gemm-rows sets the blocks of the Hopper GEMM, which runs on compute capability "
                       "9.0 GPUs; this run's backend is {} ({})",

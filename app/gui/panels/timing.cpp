@@ -290,6 +290,7 @@ void start(State& s, Model& m) {
     m.set_error(s.error);
     return;
   }
+  // The rows a block and the ring beside the walk, each refused with a sentence where it cannot apply.
   if (s.gemm_rows != 0) {
     bool any = false;
     for (BenchCase& c : cases) {
@@ -297,46 +298,39 @@ void start(State& s, Model& m) {
     }
     if (!gemv::hopper_rows_exist(s.gemm_rows)) {
       s.error = fmt::format(
-          "GEMM rows a block {} is not supported: use a multiple of {} from {} to {}, or 0 for the "
-          "launcher's "
-          "choice",
+          "GEMM rows a block {} is not supported: use a multiple of {} from {} to {}, or 0 for "
+          "the launcher's choice",
           s.gemm_rows, gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows);
     } else if (!any) {
       s.error =
-          "GEMM rows a block applies to the gemm/w4a16-ft kernels (int4, N a multiple of 128, group 64 or "
-          "128) "
-          "from 65 rows of X, and none is chosen: tick gemm/w4a16-ft-fp16, add rows of X over 64 and such a "
-          "shape, or set it to 0";
+          "GEMM rows a block applies to the gemm/w4a16-ft kernels (int4, N a multiple of 128, group 64 "
+          "or 128) from 65 rows of X, and none is chosen: tick gemm/w4a16-ft-fp16, add rows of X over 64 "
+          "and such a shape, or set it to 0";
     } else if (!s.hopper) {
       s.error = fmt::format(
           "GEMM rows a block sets the blocks of the Hopper GEMM, which runs on compute capability 9.0 GPUs, "
           "and this view times on {}; set it to 0",
           s.device_line);
     }
-    if (!s.error.empty()) {
-      m.set_error(s.error);
-      return;
-    }
   }
-  if (s.ring) {
+  if (s.ring && s.error.empty()) {
     const size_t chosen = cases.size();
     cases = with_ring_twins(cases);
     if (cases.size() == chosen) {
       s.error =
-          "the ring beside the walk applies to the gemv/w4a16-ft kernels the walk runs (int4, 2 to 16 rows "
-          "of "
-          "X, N and K multiples of 128, at least 2^24 weights), and none is chosen: tick gemv/w4a16-ft-fp16, "
-          "add rows of X from 2 to 16 and such a shape, or untick the ring";
+          "the ring beside the walk applies to the gemv/w4a16-ft kernels the walk runs (int4, 2 to 16 "
+          "rows of X, N and K multiples of 128, at least 2^24 weights), and none is chosen: tick "
+          "gemv/w4a16-ft-fp16, add rows of X from 2 to 16 and such a shape, or untick the ring";
     } else if (!s.hopper) {
       s.error = fmt::format(
           "the ring beside the walk times two forms that run on compute capability 9.0 GPUs, and this view "
           "times on {}; untick the ring",
           s.device_line);
     }
-    if (!s.error.empty()) {
-      m.set_error(s.error);
-      return;
-    }
+  }
+  if (!s.error.empty()) {
+    m.set_error(s.error);
+    return;
   }
   BenchSettings set;
   set.cold = s.cold != 0;
