@@ -1538,11 +1538,11 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // ---- channels and walk K                                                                        ----
 //
 // A block of kWalkWarps warps owns ranges of 128 channels (32 column groups of the mixed-GEMM layout);
-// one more warp keeps a ring of kWalkStages stages full by the copy engine. A stage is one step of 128
-// rows of K of a range: the weights as one box of a 3D tensor map (a column group's 64-row tile is 128
+// one more warp keeps a ring of stages full by the copy engine. A stage is SPS steps of 128 rows of K
+// of a range (WalkShape): the weights as one box of a 3D tensor map (a column group's 64-row tile is 128
 // bytes; rows of shared memory run [tile][column group], in the 128-byte swizzle), X as the A fragments
-// walk_x_kernel laid out for the step (4 KB: one 16-byte read a lane a fragment, the same for every
-// warp), the tokens' constants and the step's scale rows. Warp w owns n-tiles 4 w .. 4 w + 3 (8
+// walk_x_kernel laid out for each step (4 KB: one 16-byte read a lane a fragment, the same for every
+// warp), the tokens' constants and the steps' scale rows. Warp w owns n-tiles 4 w .. 4 w + 3 (8
 // channels each; X is the A operand of mma.m16n8k16 with the 16 tokens as rows, the weights the B
 // operand) and keeps their sums in registers from step to step. Lane l gives ldmatrix.x4 the address of
 // matrix l / 8 (tile, half), row l % 8 (channel): lane (g, q) then holds word q of the four 16-byte
@@ -1554,29 +1554,46 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // out exact up to fp32 rounding and take the group's scale (groups of 64: each tile its own; else the
 // step's). The blocks share the (range, step) units stream-K fashion, an equal run each; a warp adds its
 // sums into the [M, N] workspace where a range or its run ends, and the settling kernel writes the
-// outputs. Against the copy-engine ring of two token tiles (one lane's loads of X and two mma a word,
-// 64-channel tiles, X copied a stage for every 64 channels), notes/performance.md (forty-fifth session).
-// bf16 X takes the same walk: the weights enter as 128 + n (walk_pairs) and X undivided; two more shifts a
-// weight register make it about 6% slower than fp16's, 1.0-1.4x the ring from 2 rows on the H200
-// (fiftieth and fifty-first sessions).
+// outputs. bf16 X from 2^25 weights takes two steps a stage where K has an even number of steps (three
+// stages, two blocks a multiprocessor), the rest one (four stages, three blocks): see WalkShape. Against the
+// copy-engine ring of two token tiles (one lane's loads of X and two mma a word, 64-channel tiles, X copied a
+// stage for every 64 channels), notes/performance.md (forty-fifth session). bf16 X takes the same walk: the
+// weights enter as 128 + n (walk_pairs) and X undivided; two more shifts a weight register make it about 6%
+// slower than fp16's, 1.0-1.4x the ring from 2 rows on the H200 (fiftieth and fifty-first sessions).
 constexpr int kWalkWarps = 4;
-constexpr int kWalkTiles = 4;  // n-tiles a warp
-constexpr int kWalkStages = 4;
+constexpr int kWalkTiles = 4;                                           // n-tiles a warp
 constexpr int kWalkGroups = static_cast<int>(gemv::kWalkChannels) / 4;  // column groups a range
 static_assert(kWalkGroups == 2 * kWalkTiles * kWalkWarps, "a range's column groups are its warps' n-tiles");
 constexpr int kWalkThreads = (kWalkWarps + 1) * 32;
-// Blocks a multiprocessor: registers and shared memory let four of the fast form fit; three ran
-// 28672x8192 at 16 rows faster in the experiment (notes/performance.md, forty-fifth session).
-constexpr int kWalkBlocksPerSm = 3;
-
+// A stage of SPS steps: their weights (the 2 SPS tiles of a column group are 128 SPS contiguous bytes in
+// memory), then their X, constants and scale rows, each step's after the one before.
+// - SPS = 1: four stages, three blocks a multiprocessor (registers and shared memory let four of the
+//   fast form fit; three ran 28672x8192 at 16 rows faster, notes/performance.md, forty-fifth session).
+// - SPS = 2, bf16 X only (walk_stage_steps): three stages, two blocks. Against SPS = 1 on the H200,
+//   alternated three times: bf16 1.02-1.03x at 28672x8192 and 8192x28672 from 2 to 16 rows, 1.00-1.01x at
+//   8192x8192 and 14336x4096, 0.98-0.99x at 4096x4096; fp16 0.995-1.003x at the two large shapes (its
+//   goal shapes: kept on SPS = 1), 1.01-1.02x at 8192x8192. Two stages of three or four blocks, four
+//   stages of two, four steps a stage, and a form that took a range's odd last step in the same kernel
+//   were 1-5% slower (notes/performance.md, fifty-fourth session).
+template <int SPS>
 struct WalkShape {
-  static constexpr int kW = kWalkGroups * 256;    // a step's weights: two 64-row tiles a column group
-  static constexpr int kX = 4096;                 // 8 A fragments x 32 lanes x 16 bytes
-  static constexpr int kC = 256;                  // minus the constants: 2 tiles x 8 lanes x float4
-  static constexpr int kS = 2 * kWalkGroups * 8;  // one or two scale rows of the range's channels
+  static_assert(SPS == 1 || SPS == 2, "one or two steps a stage");
+  static constexpr int kStages = SPS == 1 ? 4 : 3;
+  static constexpr int kBlocksPerSm = SPS == 1 ? 3 : 2;
+  static constexpr int kW1 = kWalkGroups * 256;    // a step's weights: two 64-row tiles a column group
+  static constexpr int kX1 = 4096;                 // 8 A fragments x 32 lanes x 16 bytes
+  static constexpr int kC1 = 256;                  // minus the constants: 2 tiles x 8 lanes x float4
+  static constexpr int kS1 = 2 * kWalkGroups * 8;  // one or two scale rows of the range's channels
+  static constexpr int kW = SPS * kW1, kX = SPS * kX1, kC = SPS * kC1, kS = SPS * kS1;
   static constexpr int kStage = (kW + kX + kC + kS + 1023) / 1024 * 1024;
-  static constexpr int kSmem = kWalkStages * kStage + 1024 + 16 * kWalkStages;  // + alignment, barriers
+  static constexpr int kSmem = kStages * kStage + 1024 + 16 * kStages;  // + alignment, barriers
 };
+// Steps a stage: two for bf16 X from 2^25 weights where K has an even number of steps, else one.
+constexpr int64_t kWalkTwoStepWeights = int64_t{1} << 25;
+template <OutType T>
+int walk_stage_steps(int64_t n, int64_t k) {
+  return T == OutType::BF16 && n * k >= kWalkTwoStepWeights && (k / gemv::kWalkStep) % 2 == 0 ? 2 : 1;
+}
 
 // bf16 X with groups of 128 rows or more: the walk reads the step's whole constant (walk_x_kernel sums
 // both tiles' in double and rounds once), one 16-byte read a step and no adds where it read two and added
@@ -1589,7 +1606,7 @@ constexpr bool walk_whole_step = T == OutType::BF16 && !G64;
 struct WalkArgs : FtIo {
   const uint4* xs;   // [K / 128][8][32] A fragments (walk_x_kernel)
   const float4* c4;  // [K / 128][2][8]
-  int units;         // ranges x steps
+  int units;         // ranges x stages a range
 };
 
 // X laid out for the walk, a block a step of 128 rows, a thread an A fragment: warp f = 2 j + h2, lane
@@ -1711,11 +1728,12 @@ __device__ __forceinline__ uint32_t lds_u32(uint32_t p) {
 }
 
 // G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row.
-template <OutType T, bool NAIVE, bool G64>
+template <OutType T, bool NAIVE, bool G64, int SPS>
 __global__ void __launch_bounds__(kWalkThreads, 1)
     ft_walk16_kernel(WalkArgs a, const __grid_constant__ CUtensorMap wmap) {
 #ifdef DQL_BULK_COPY
-  using S = WalkShape;
+  using S = WalkShape<SPS>;
+  constexpr int kWalkStages = S::kStages;
   extern __shared__ __align__(128) unsigned char raw[];
   // 1024-byte aligned (the swizzle's pattern) by an offset from raw, so the compiler still knows the
   // pointers shared
@@ -1723,7 +1741,7 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kWalkStages * S::kStage);
   uint64_t* empty = full + kWalkStages;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int steps = static_cast<int>(a.k / gemv::kWalkStep);
+  const int units = static_cast<int>(a.k / gemv::kWalkStep) / SPS;  // a range's (a stage each)
   const int u0 = static_cast<int>(gemv::run_first(blockIdx.x, gridDim.x, a.units));
   const int n = static_cast<int>(gemv::run_first(blockIdx.x + 1, gridDim.x, a.units)) - u0;
   constexpr int kRows = G64 ? 2 : 1;  // scale rows a step
@@ -1737,29 +1755,34 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
   if (warp == kWalkWarps) {  // the ring's filler
     if (lane == 0) {
       const auto expect = [&](int i) {  // the bytes of the block's unit i
-        mbar_expect_tx(full + i % kWalkStages, S::kW + S::kX + S::kC + kRows * kWalkGroups * 8);
+        mbar_expect_tx(full + i % kWalkStages, S::kW + S::kX + S::kC + SPS * kRows * kWalkGroups * 8);
       };
       const auto weights = [&](int i) {  // its weights and scale rows
-        const int slot = i % kWalkStages, u = u0 + i, range = u / steps, step = u - range * steps;
+        const int slot = i % kWalkStages, u = u0 + i, range = u / units, step0 = (u - range * units) * SPS;
         unsigned char* st = smem + slot * S::kStage;
-        tensor_copy_3d(st, &wmap, 0, range * kWalkGroups, 2 * step, full + slot);
+        tensor_copy_3d(st, &wmap, 0, range * kWalkGroups, 2 * step0, full + slot);
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          const int64_t row = G64 ? 2 * int64_t{step} + r : int64_t{step} * gemv::kWalkStep / a.group;
-          bulk_copy(st + S::kW + S::kX + S::kC + r * kWalkGroups * 8,
-                    a.scales + row * a.n + int64_t{range} * (4 * kWalkGroups), kWalkGroups * 8, full + slot);
+        for (int s = 0; s < SPS; ++s) {
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            const int64_t step = step0 + s;
+            const int64_t row = G64 ? 2 * step + r : step * gemv::kWalkStep / a.group;
+            bulk_copy(st + S::kW + S::kX + S::kC + (s * kRows + r) * kWalkGroups * 8,
+                      a.scales + row * a.n + int64_t{range} * (4 * kWalkGroups), kWalkGroups * 8,
+                      full + slot);
+          }
         }
       };
       const auto x_of = [&](int i) {  // its X fragments and constants
-        const int slot = i % kWalkStages, step = (u0 + i) % steps;
+        const int slot = i % kWalkStages, step0 = (u0 + i) % units * SPS;
         unsigned char* st = smem + slot * S::kStage;
-        bulk_copy(st + S::kW, a.xs + int64_t{step} * 256, S::kX, full + slot);
-        bulk_copy(st + S::kW + S::kX, a.c4 + int64_t{step} * 16, S::kC, full + slot);
+        bulk_copy(st + S::kW, a.xs + int64_t{step0} * 256, S::kX, full + slot);
+        bulk_copy(st + S::kW + S::kX, a.c4 + int64_t{step0} * 16, S::kC, full + slot);
       };
       // A stage's X (from the L2, where walk_x_kernel left it) is asked for before its weights (from
-      // memory), so that it does not wait behind them; in the first four stages the weights go first,
-      // unit 0's before the wait for walk_x_kernel. Against X asked for after every first stage's
-      // weights and then after each stage's: 28672x8192 at 16 rows 42.6 -> 40.1 us on the H200
+      // memory), so that it does not wait behind them; in the first stages (as many as the ring holds) the
+      // weights go first, unit 0's before the wait for walk_x_kernel. Against X asked for after every first
+      // stage's weights and then after each stage's: 28672x8192 at 16 rows 42.6 -> 40.1 us on the H200
       // (notes/performance.md, forty-seventh session).
       const int first = n < kWalkStages ? n : kWalkStages;
       for (int i = 0; i < first; ++i) {
@@ -1794,58 +1817,64 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
     lm[t] = static_cast<uint32_t>(row * 128 + (((2 * (mi % 4) + mh) ^ (row & 7)) * 16));
   }
   float acc[kWalkTiles][4] = {};
-  int range = u0 / steps, left = steps - (u0 - range * steps);  // units of this range still to come
+  int range = u0 / units, left = units - (u0 - range * units);  // units of this range still to come
   for (int i = 0; i < n; ++i) {
     const int slot = i % kWalkStages;
     // The settling kernel may start once every block has begun its last unit (against at the walk's
     // start: 0.5 us less at 28672x8192 and 8192x28672, the same elsewhere).
     if (i == n - 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     mbar_wait_at(full0 + 8 * slot, (i / kWalkStages) & 1);
-    const uint32_t wb = st0 + slot * S::kStage;
-    const uint32_t xs = wb + S::kW, cs = xs + S::kX, ss = cs + S::kC;  // X, the constants, the scales
-    uint32_t b[kWalkTiles][4];
+    // The stage's steps, unrolled into one stretch of code for the compiler to schedule
 #pragma unroll
-    for (int t = 0; t < kWalkTiles; ++t) ldmatrix_x4(b[t], wb + lm[t]);
-    float d[kRows][kWalkTiles][4];  // the sums start from minus the tokens' constants
-    if constexpr (kWholeStep) {     // the step's, in tile 1's place
-      const float4 c = lds_f4(cs + 16 * (8 + g));
+    for (int s = 0; s < SPS; ++s) {
+      const uint32_t stage = st0 + slot * S::kStage, wb = stage + s * S::kW1;
+      // X, the constants, the scales
+      const uint32_t xs = stage + S::kW + s * S::kX1, cs = stage + S::kW + S::kX + s * S::kC1,
+                     ss = stage + S::kW + S::kX + S::kC + s * kRows * kWalkGroups * 8;
+      uint32_t b[kWalkTiles][4];
 #pragma unroll
-      for (int t = 0; t < kWalkTiles; ++t)
-        d[0][t][0] = c.x, d[0][t][1] = c.y, d[0][t][2] = c.z, d[0][t][3] = c.w;
-    } else {
-      const float4 c0 = lds_f4(cs + 16 * g), c1 = lds_f4(cs + 16 * (8 + g));
+      for (int t = 0; t < kWalkTiles; ++t) ldmatrix_x4(b[t], wb + lm[t]);
+      float d[kRows][kWalkTiles][4];  // the sums start from minus the tokens' constants
+      if constexpr (kWholeStep) {     // the step's, in tile 1's place
+        const float4 c = lds_f4(cs + 16 * (8 + g));
 #pragma unroll
-      for (int t = 0; t < kWalkTiles; ++t) {
-        if constexpr (G64) {
-          d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
-          d[kRows - 1][t][0] = c1.x, d[kRows - 1][t][1] = c1.y, d[kRows - 1][t][2] = c1.z,
-                    d[kRows - 1][t][3] = c1.w;
-        } else {
-          d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
-          d[0][t][3] = c0.w + c1.w;
+        for (int t = 0; t < kWalkTiles; ++t)
+          d[0][t][0] = c.x, d[0][t][1] = c.y, d[0][t][2] = c.z, d[0][t][3] = c.w;
+      } else {
+        const float4 c0 = lds_f4(cs + 16 * g), c1 = lds_f4(cs + 16 * (8 + g));
+#pragma unroll
+        for (int t = 0; t < kWalkTiles; ++t) {
+          if constexpr (G64) {
+            d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
+            d[kRows - 1][t][0] = c1.x, d[kRows - 1][t][1] = c1.y, d[kRows - 1][t][2] = c1.z,
+                      d[kRows - 1][t][3] = c1.w;
+          } else {
+            d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
+            d[0][t][3] = c0.w + c1.w;
+          }
         }
       }
-    }
 #pragma unroll
-    for (int f = 0; f < 8; ++f) {
-      const uint4 xa = lds_v4(xs + 16 * (f * 32 + lane));
+      for (int f = 0; f < 8; ++f) {
+        const uint4 xa = lds_v4(xs + 16 * (f * 32 + lane));
+#pragma unroll
+        for (int t = 0; t < kWalkTiles; ++t) {
+          uint32_t lo, hi;
+          walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
+          wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
+        }
+      }
 #pragma unroll
       for (int t = 0; t < kWalkTiles; ++t) {
-        uint32_t lo, hi;
-        walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
-        wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
-      }
-    }
 #pragma unroll
-    for (int t = 0; t < kWalkTiles; ++t) {
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups + 4 * (warp * kWalkTiles + t) + q));
-        const float s0 = quant::half_to_f32(bits::lo16(sv)), s1 = quant::half_to_f32(bits::hi16(sv));
-        acc[t][0] = fmaf(d[r][t][0], s0, acc[t][0]);
-        acc[t][1] = fmaf(d[r][t][1], s1, acc[t][1]);
-        acc[t][2] = fmaf(d[r][t][2], s0, acc[t][2]);
-        acc[t][3] = fmaf(d[r][t][3], s1, acc[t][3]);
+        for (int r = 0; r < kRows; ++r) {
+          const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups + 4 * (warp * kWalkTiles + t) + q));
+          const float s0 = quant::half_to_f32(bits::lo16(sv)), s1 = quant::half_to_f32(bits::hi16(sv));
+          acc[t][0] = fmaf(d[r][t][0], s0, acc[t][0]);
+          acc[t][1] = fmaf(d[r][t][1], s1, acc[t][1]);
+          acc[t][2] = fmaf(d[r][t][2], s0, acc[t][2]);
+          acc[t][3] = fmaf(d[r][t][3], s1, acc[t][3]);
+        }
       }
     }
     mbar_arrive_at(empty0 + 8 * slot);  // every lane after its last read of the stage
@@ -1866,7 +1895,7 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
         for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
       }
       ++range;
-      left = steps;
+      left = units;
     }
   }
 #else
@@ -1905,27 +1934,28 @@ __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
 }
 
 // The weights' map for the walk: dims (the 32 words of a column group's 64-row tile, N / 4 column
-// groups, K / 64 tiles), a box a step of a range (32, kWalkGroups, 2), in the 128-byte swizzle.
-bool walk_map(CUtensorMap* map, const GemvLaunch& L) {
+// groups, K / 64 tiles), a box a stage of a range (32, kWalkGroups, 2 x its steps), in the 128-byte
+// swizzle.
+bool walk_map(CUtensorMap* map, const GemvLaunch& L, int sps) {
   const int64_t dims[3] = {32, L.w.n / 4, L.w.k / 64};
   const int64_t strides[2] = {L.w.k * 2, 128};
-  const unsigned box[3] = {32, static_cast<unsigned>(kWalkGroups), 2};
+  const unsigned box[3] = {32, static_cast<unsigned>(kWalkGroups), 2 * static_cast<unsigned>(sps)};
   return tensor_map_3d(map, CU_TENSOR_MAP_DATA_TYPE_UINT32, L.w.q, dims, strides, box,
                        CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
-template <OutType T, bool NAIVE, bool G64>
+template <OutType T, bool NAIVE, bool G64, int SPS>
 std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
-  const auto kernel = ft_walk16_kernel<T, NAIVE, G64>;
+  using S = WalkShape<SPS>;
+  const auto kernel = ft_walk16_kernel<T, NAIVE, G64, SPS>;
   static Fit fit;
   WalkArgs a{ft_io(L, ws), reinterpret_cast<const uint4*>(ws.xs),
              reinterpret_cast<const float4*>(ws.xs + gemv::kWalkRows * L.w.k),
-             static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep))};
+             static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep / SPS))};
   walk_x_kernel<T><<<static_cast<unsigned>(L.w.k / gemv::kWalkStep), 256>>>(
       a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>);
-  // Held to kWalkBlocksPerSm blocks a multiprocessor by unused shared memory.
-  const size_t smem =
-      std::max(static_cast<size_t>(WalkShape::kSmem), occupancy_cap_bytes(kWalkBlocksPerSm, 0));
+  // Held to S::kBlocksPerSm blocks a multiprocessor by unused shared memory.
+  const size_t smem = std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(S::kBlocksPerSm, 0));
   const int64_t blocks =
       std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit, kernel, smem, kWalkThreads)} * L.sms);
   DependentLaunch walk(blocks, kWalkThreads, smem);
@@ -1941,9 +1971,15 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
 }
 
 template <OutType T, bool NAIVE>
-std::string launch_walk16(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
-  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true>(L, ws, wmap, wait)
-                         : launch_walk16_g<T, NAIVE, false>(L, ws, wmap, wait);
+std::string launch_walk16(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
+                          bool wait) {
+  if constexpr (T == OutType::BF16) {
+    if (sps == 2)
+      return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2>(L, ws, wmap, wait)
+                             : launch_walk16_g<T, NAIVE, false, 2>(L, ws, wmap, wait);
+  }
+  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 1>(L, ws, wmap, wait)
+                         : launch_walk16_g<T, NAIVE, false, 1>(L, ws, wmap, wait);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>
@@ -1960,10 +1996,11 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
     // 2 to 16 rows: the walk fed by the copy engine where it applies (against the ring of one and two
     // token tiles below: gemv::walk16_takes).
     CUtensorMap wmap;
+    const int sps = walk_stage_steps<T>(L.w.n, L.w.k);
     // (Its settling kernel writes Y in 8-byte pieces.)
     if (!L.no_walk && gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) &&
-        reinterpret_cast<uintptr_t>(L.y) % 8 == 0 && walk_map(&wmap, L))
-      return launch_walk16<T, NAIVE>(L, ws, wmap, wait);
+        reinterpret_cast<uintptr_t>(L.y) % 8 == 0 && walk_map(&wmap, L, sps))
+      return launch_walk16<T, NAIVE>(L, ws, wmap, sps, wait);
   }
   if (m <= 8 && bulk_fits<BITS, WPT, 1>(L)) return launch_bulk<BITS, WPT, T, NAIVE, 1>(L, ws, wait);
   if (m > 8 && m <= 16 && bulk_fits<BITS, kWpt2, 2>(L))

@@ -1084,22 +1084,24 @@ TEST_CASE("gemv: one row of bf16 X on the CUDA cores, however large or small X i
 TEST_CASE("gemv: 2 to 16 rows of int4 on the walk fed by the copy engine, its runs crossing ranges") {
   // From 2 to 16 rows of X and 2^24 weights (2 rows from 2^25), int4 weights take the walk (compute
   // capability 9.0), fp16 and bf16 X, with X laid out for 16 tokens whatever M:
-  // blocks of 128 channels (ranges) and steps of 128 rows of K, the (range, step) units shared stream-K
-  // fashion, so a block's run may start or end inside a range and cross into the next; its sums meet
-  // the others' in the workspace, and the settling kernel writes the outputs.
-  // - 2048x8192: 16 ranges of 64 steps, 1024 units on up to 396 blocks (the H200: three a
+  // blocks of 128 channels (ranges) and steps of 128 rows of K, a unit one step (bf16 X from 2^25
+  // weights: two where K has an even number of steps), the units shared stream-K fashion, so a block's
+  // run may start or end inside a range and cross into the next; its sums meet the others' in the
+  // workspace, and the settling kernel writes the outputs.
+  // - 2048x8320: 16 ranges of 65 steps, 1040 units on up to 396 blocks (the H200: three a
   //   multiprocessor): runs of two and three units, many crossing.
-  // - 128x131072: one range of 1024 steps, every block's run inside it.
+  // - 256x131072: two ranges of 1024 steps; bf16 in 1024 units of two steps on up to 264 blocks (two a
+  //   multiprocessor), fp16 in 2048 units; runs of 3-6 units, one crossing.
   // - 4096x4096: 32 ranges of 32 steps.
-  // - 6144x11008: 48 ranges of 86 steps, 4128 units: runs of 10-11 units.
-  // Groups of 64 (each 64-row tile its own scale), 128 and one a channel; 2 (6144x11008 only), 3, 5, 8,
-  // 9, 12 and 16 rows (the tokens past M read zeros and only those below M meet); an activation in the
-  // epilogue; the naive conversion beside the recipe's (the same operands: equal up to the order in
-  // which the runs meet).
+  // - 6144x11008: 48 ranges of 86 steps; bf16 2064 units of two steps, runs of 7-8; fp16 4128, 10-11.
+  // Groups of 64 (each 64-row tile its own scale), 128 and one a channel; 2 (from 2^25 weights: 256x131072
+  // and 6144x11008), 3, 5, 8, 9, 12 and 16 rows (the tokens past M read zeros and only those below M meet);
+  // an activation in the epilogue; the naive conversion beside the recipe's (the same operands: equal up to
+  // the order in which the runs meet).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   // At fewer inputs (the compute-sanitizer runs) the first two shapes only.
-  std::vector<std::pair<int64_t, int64_t>> shapes = {{2048, 8192}, {128, 131072}};
+  std::vector<std::pair<int64_t, int64_t>> shapes = {{2048, 8320}, {256, 131072}};
   if (kInputs >= (size_t{1} << 26)) shapes.insert(shapes.end(), {{4096, 4096}, {6144, 11008}});
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + 5 * k), n, k);
