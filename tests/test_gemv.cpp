@@ -739,6 +739,18 @@ TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 2
   CHECK_FALSE(gemv::walk16_takes(90, 16, 4096, 8192, 32));
 }
 
+TEST_CASE("gemv split: the walk takes two steps of K a stage for bf16 X from 2^25 weights, K even in steps") {
+  CHECK(gemv::walk16_stage_steps(true, 28672, 8192) == 2);
+  CHECK(gemv::walk16_stage_steps(true, 8192, 28672) == 2);
+  CHECK(gemv::walk16_stage_steps(true, 256, 131072) == 2);  // 2^25: the GPU case's two-step shape
+  CHECK(gemv::walk16_stage_steps(true, 6144, 11008) == 2);  // 86 steps
+  CHECK(gemv::walk16_stage_steps(true, 4096, 4096) == 1);   // 2^24 (lost 1-2.5% in two steps)
+  CHECK(gemv::walk16_stage_steps(true, 2048, 8320) == 1);   // 65 steps: the GPU case's odd shape
+  CHECK(gemv::walk16_stage_steps(true, 4096, 8192 + 128) == 1);
+  CHECK(gemv::walk16_stage_steps(false, 28672, 8192) == 1);  // fp16 keeps one step
+  CHECK(gemv::walk16_stage_steps(false, 256, 131072) == 1);
+}
+
 // Where the persistent grid's runs meet in slots (ft_bulk_kernel with RUNS), walked as the kernel
 // walks them: every tile is written by exactly one block (the one with the whole tile, or the settler:
 // the run holding its first unit, whose part ends its run); every other part stores into its own

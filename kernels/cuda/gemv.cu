@@ -1569,7 +1569,7 @@ constexpr int kWalkThreads = (kWalkWarps + 1) * 32;
 // memory), then their X, constants and scale rows, each step's after the one before.
 // - SPS = 1: four stages, three blocks a multiprocessor (registers and shared memory let four of the
 //   fast form fit; three ran 28672x8192 at 16 rows faster, notes/performance.md, forty-fifth session).
-// - SPS = 2, bf16 X only (walk_stage_steps): three stages, two blocks. Against SPS = 1 on the H200,
+// - SPS = 2, bf16 X only (gemv::walk16_stage_steps): three stages, two blocks. Against SPS = 1 on the H200,
 //   alternated three times: bf16 1.02-1.03x at 28672x8192 and 8192x28672 from 2 to 16 rows, 1.00-1.01x at
 //   8192x8192 and 14336x4096, 0.98-0.99x at 4096x4096; fp16 0.995-1.003x at the two large shapes (its
 //   goal shapes: kept on SPS = 1), 1.01-1.02x at 8192x8192. Two stages of three or four blocks, four
@@ -1588,12 +1588,6 @@ struct WalkShape {
   static constexpr int kStage = (kW + kX + kC + kS + 1023) / 1024 * 1024;
   static constexpr int kSmem = kStages * kStage + 1024 + 16 * kStages;  // + alignment, barriers
 };
-// Steps a stage: two for bf16 X from 2^25 weights where K has an even number of steps, else one.
-constexpr int64_t kWalkTwoStepWeights = int64_t{1} << 25;
-template <OutType T>
-int walk_stage_steps(int64_t n, int64_t k) {
-  return T == OutType::BF16 && n * k >= kWalkTwoStepWeights && (k / gemv::kWalkStep) % 2 == 0 ? 2 : 1;
-}
 
 // bf16 X with groups of 128 rows or more: the walk reads the step's whole constant (walk_x_kernel sums
 // both tiles' in double and rounds once), one 16-byte read a step and no adds where it read two and added
@@ -1996,7 +1990,7 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
     // 2 to 16 rows: the walk fed by the copy engine where it applies (against the ring of one and two
     // token tiles below: gemv::walk16_takes).
     CUtensorMap wmap;
-    const int sps = walk_stage_steps<T>(L.w.n, L.w.k);
+    const int sps = gemv::walk16_stage_steps(T == OutType::BF16, L.w.n, L.w.k);
     // (Its settling kernel writes Y in 8-byte pieces.)
     if (!L.no_walk && gemv::walk16_takes(L.cc, m, L.w.n, L.w.k, L.w.group) &&
         reinterpret_cast<uintptr_t>(L.y) % 8 == 0 && walk_map(&wmap, L, sps))

@@ -248,6 +248,14 @@ inline bool walk16_takes(int cc, int64_t m, int64_t n, int64_t k, int64_t group)
          group > 0 && (group == 64 || (group % kWalkStep == 0 && k % group == 0)) &&
          n * k >= kWalkLeastWeights && (n / kWalkChannels) * (k / kWalkStep) < (int64_t{1} << 31);
 }
+// Steps of K a stage of the walk's ring: two for bf16 X from 2^25 weights where K has an even number of
+// steps (three stages, two blocks a multiprocessor), else one (four stages, three blocks). On the H200
+// (notes/performance.md, fifty-fourth session): bf16 1.02-1.03x at 28672x8192 and 8192x28672, 1.00-1.01x
+// at 8192x8192 and 14336x4096, 0.98-0.99x at 4096x4096; fp16 0.995-1.003x at its goal shapes.
+constexpr int64_t kWalkTwoStepWeights = int64_t{1} << 25;
+inline int walk16_stage_steps(bool bf16, int64_t n, int64_t k) {
+  return bf16 && n * k >= kWalkTwoStepWeights && (k / kWalkStep) % 2 == 0 ? 2 : 1;
+}
 
 // One row of int4 on the CUDA cores (ft_lane_kernel): a warp owns a slab of 256 rows of K, a block
 // as many warps as K has slabs, 8, 16 or 32, so that up to K = 8192 a column range meets in shared
