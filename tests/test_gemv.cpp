@@ -631,7 +631,7 @@ TEST_CASE("gemv split: NF4 cuts long slices into short ones up to 8 rows") {
   }
 }
 
-TEST_CASE("gemv split: one row of int4 on the CUDA cores, warps a block and ranges of column groups") {
+TEST_CASE("gemv split: one row of int4 on the lane form, warps a block and ranges of column groups") {
   // Warps a block: as many as K has slabs of 256 rows, 8 at least, 32 at most.
   CHECK(gemv::lane_warps(128) == 8);
   CHECK(gemv::lane_warps(2048) == 8);
@@ -726,7 +726,7 @@ TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 2
   CHECK(gemv::walk16_takes(90, 2, 6144, 11008, 64));
   CHECK_FALSE(gemv::walk16_takes(90, 2, 4096, 4096, 128));
   CHECK_FALSE(gemv::walk16_takes(90, 2, 4096, 8192 - 128, 128));
-  // One row (the CUDA-core form), more than 16, before Hopper, on smaller matrices (2048x2048 ran
+  // One row (the lane form), more than 16, before Hopper, on smaller matrices (2048x2048 ran
   // 0.97-1.00x the ring at 9-16 rows), and where its blocks or steps would not fit the matrix.
   CHECK_FALSE(gemv::walk16_takes(90, 1, 28672, 8192, 128));
   CHECK_FALSE(gemv::walk16_takes(90, 17, 28672, 8192, 128));

@@ -225,6 +225,8 @@ __device__ __forceinline__ void wide_mma(float (&d)[4], uint32_t a0, uint32_t a1
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   }
+#else
+  mma_16816<T>(d, a0, a1, a2, a3, b0, b1);  // Turing: fp16 in two k8 halves
 #endif
 }
 
@@ -1311,29 +1313,41 @@ bool bulk_fits(const GemvLaunch& L) {
          (L.w.n / B::kChannels) * (L.w.k / B::KU) < (int64_t{1} << 30);
 }
 
-// ---- W4A16 at one row of X on the CUDA cores: X held in registers, plain loads ----------------
+// ---- W4A16 at one row of X: plain loads, the products on the tensor cores ---------------------
 //
 // A warp owns 256 rows of K (a slab) and walks across column groups of the mixed-GEMM layout: in each
-// group the slab's 4 tiles x 4 channels are 512 contiguous bytes, one 16-byte piece a lane. Lane
-// (t, c, h) = (lane / 8, lane / 2 % 4, lane % 2) takes tile t, channel c, half h (32 rows of K: the
-// tile's row-permutation group h, 4 words), so its 32 values of X are the same in every column group
-// and are loaded once. Per column group the lane converts its words by the recipe (gemv::ft_word_pairs),
-// multiplies each pair by its X pair in fp16 (the 4 pairs of a word in one HFMA2 chain) and adds the
-// chains in fp32; the two lanes of a tile meet by a shuffle and take the group's scale, the 8 lanes of
-// a channel by two more. The warps of a block (up to 32 slabs) meet in shared memory, the blocks of a
-// column range (K beyond 8192) in the workspace (finish_tile).
+// group the slab's 4 tiles x 4 channels are 512 contiguous bytes, one 16-byte piece a lane (piece
+// 8 t + 2 c + h: tile t, channel c, half h, the half being the tile's row-permutation group of 32 rows
+// of K, 4 words). Per column group each lane converts its 4 words by the recipe (gemv::ft_word_pairs:
+// exactly q - 8 in fp16) and hands them to the tensor cores as the A operand of one m16n8k16 product a
+// word, with the slab's X as B, so that no product is rounded: fp16 x fp16 is exact in the fp32 sums.
+//
+// The lanes of an mma.sync quad (g, q) = (lane / 4, lane % 4) give A's row g its pairs 0 and 1 of word
+// i and row g + 8 its pairs 2 and 3 (k columns 2q, 2q + 1 and 8 + 2q, 9 + 2q). Lane (g, q) therefore
+// loads tile 2 (g % 2) + q / 2, channel g / 2, half q % 2: the warp still reads the same 512 bytes.
+// Column n of B (lanes with g = n) holds X for tile 2 ((n / 2) % 2) + q / 2 and half q % 2, rows
+// 16 (n % 2) + [0, 16) of that half, in the lanes whose q / 2 is n / 4 and zeros in the others. Then
+// D[g][2q] holds rows 0-15 of both halves of lane (g, q)'s tile and channel, and D[g + 8][2q + 1] rows
+// 16-31, wherever g % 2 == q % 2: lanes 8c + {0, 2, 5, 7} come out with channel c over tiles 0, 1, 2
+// and 3. The other D entries pair weights with X of another tile and are not used. Each lane's X (16
+// values, 8 registers) is the same in every column group and is loaded once.
+//
+// Per column group the useful lanes take their tile's scale, and the 4 tiles of a channel meet by two
+// shuffles (xor 2, then down 5). The warps of a block (up to 32 slabs) meet in shared memory, the
+// blocks of a column range (K beyond 8192) in the workspace (finish_tile).
 //
 // Against the copy-engine ring, the loads here are plain 16-byte loads, 3 in flight a lane beyond the
 // one it multiplies, from 32 warps a multiprocessor: the weights stream at up to 95-98% of the copy
-// with nothing else, where the ring's stages reached 79% (notes/performance.md, session 41). The price
-// is accuracy: the products are rounded to fp16 (4 to a chain) before the fp32 sums, where the tensor
-// cores keep them exact.
+// with nothing else, where the ring's stages reached 79% (notes/performance.md, session 41). Before the
+// tensor cores took the products, the lane multiplied in fp16 (HFMA2 chains, products rounded to fp16)
+// with twice the instructions a step; the step on the tensor cores took fp16 X the same time and bf16
+// X 4-12% less (notes/performance.md, fifty-seventh session).
 //
-// bf16 X takes the same fp16 walk (lane_x_bf16): each warp scales its slab of X by a power of two that
-// puts the slab's largest finite |x| in [2^9, 2^10), converts it to fp16 (exactly: bf16's 8
-// significant bits fit in fp16's 11, for every value less than 2^23 below the largest), and its
-// partial sums are multiplied by the inverse power where the block's warps meet. The products
-// (q - 8 in [-8, 7], 4 to a chain) stay below 2^15, and are rounded to fp16's 11 bits, not bf16's 8.
+// bf16 X is scaled into fp16 (lane_x_bf16): each warp scales its slab of X by a power of two that puts
+// the slab's largest finite |x| in [2^9, 2^10), converts it to fp16 (exactly: bf16's 8 significant bits
+// fit in fp16's 11, for every value less than 2^23 below the largest), and its partial sums are
+// multiplied by the inverse power where the block's warps meet. The products (q - 8 in [-8, 7]) stay
+// below 2^13 and are exact as fp16's are.
 constexpr int kLaneAhead = 3;
 
 // A 16-byte piece of the weights, read once: through the read-only path without a place in L1.
@@ -1384,51 +1398,48 @@ __device__ __forceinline__ void lane_walk(const uint4* p, int64_t stride, const 
   }
 }
 
-// The lane's 32 products: word i's pairs hold rows 2i, 8 + 2i, 16 + 2i and 24 + 2i (and the next row
-// each) of its 32, whose X pairs are x[i], x[4 + i], x[8 + i] and x[12 + i].
+// Lane (g, q)'s 4 words as the A operand of four m16n8k16 products, one a word (the words' pairs 0 and
+// 2 at k columns 2q, 2q + 1 of rows g and g + 8, pairs 1 and 3 at columns 8 + 2q, 9 + 2q), X as B
+// (xb[i]: the X pair of rows 2i, 2i + 1 of the lane's 16, xb[4 + i]: rows 8 + 2i, 9 + 2i). Returns
+// D[g][2q] + D[g + 8][2q + 1]: the tile's 64 products of the lanes where g % 2 == q % 2.
 template <bool NAIVE>
-__device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&x)[16]) {
+__device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&xb)[8]) {
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-  float s = 0.0f;
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     uint32_t pr[4];
     gemv::ft_word_pairs<NAIVE>(4, OutType::F16, w[i], pr);
-    uint32_t a = bits::mul_f16x2(pr[0], x[i]);
-    a = bits::fma_f16x2(pr[1], x[4 + i], a);
-    a = bits::fma_f16x2(pr[2], x[8 + i], a);
-    a = bits::fma_f16x2(pr[3], x[12 + i], a);
-    s += quant::half_to_f32(bits::lo16(a)) + quant::half_to_f32(bits::hi16(a));
+    wide_mma<OutType::F16>(d, pr[0], pr[2], pr[1], pr[3], xb[i], xb[4 + i]);
   }
-  return s;
+  return d[0] + d[3];
 }
 
-// bf16 X in the lane's 16 registers to fp16 scaled by the warp's power of two 2^e (all lanes of the
-// warp call it; lanes past K hold zeros); returns 2^-e, which takes the warp's sums back. NaN and
-// infinities are left out of the largest |x| and keep their meaning; a slab of zeros takes e = 0, and
-// e stops at 126, where 2^-e is fp32's least normal power (a slab whose largest |x| lies below 2^-117,
-// among bf16's subnormals, keeps fewer bits).
-__device__ __forceinline__ float lane_x_bf16(uint32_t (&x)[16]) {
+// bf16 X in the lane's 8 registers to fp16 scaled by the warp's power of two 2^e (all lanes of the
+// warp call it; lanes that hold no X, or X past K, hold zeros); returns 2^-e, which takes the warp's
+// sums back. NaN and infinities are left out of the largest |x| and keep their meaning; a slab of zeros
+// takes e = 0, and e stops at 126, where 2^-e is fp32's least normal power (a slab whose largest |x|
+// lies below 2^-117, among bf16's subnormals, keeps fewer bits).
+__device__ __forceinline__ float lane_x_bf16(uint32_t (&x)[8]) {
   const auto value = [](uint32_t word, int half) {
     return gemv::act_to_f32(static_cast<uint16_t>(half ? bits::hi16(word) : bits::lo16(word)), OutType::BF16);
   };
   float top = 0.0f;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < 8; ++i) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const float v = fabsf(value(x[i], half));
       if (v <= FLT_MAX) top = fmaxf(top, v);
     }
   }
-  // Lanes (t, c, h) with the same (t, h) hold the same X: the slab is lanes 0, 1, 8, 9, 16, 17, 24, 25.
-  top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, 1));
-  top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, 8));
-  top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, 16));
+  // The slab's 256 values lie in 16 lanes, 16 each, spread over the warp.
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) top = fmaxf(top, __shfl_xor_sync(0xFFFFFFFFu, top, o));
   const int e = top > 0.0f ? min(9 - ilogbf(top), 126) : 0;  // in [-118, 126]
   const float up = __int_as_float((127 + e) << 23);
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < 8; ++i) {
     x[i] =
         bits::cvt_f16x2_f32(quant::bits_of_f32(value(x[i], 1) * up), quant::bits_of_f32(value(x[i], 0) * up));
   }
@@ -1441,43 +1452,45 @@ template <OutType T, bool NAIVE, int W>
 __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block) {
   extern __shared__ float part[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int t = lane / 8, c = lane / 2 % 4, h = lane % 2;
+  const int g = lane / 4, q = lane % 4;
   constexpr int64_t S = gemv::kLaneSlab;
   const int64_t slab = int64_t{blockIdx.y} * W + warp;
-  const int64_t k0 = slab * S + t * 64 + h * 32;
-  const bool live = k0 < a.k;  // K a multiple of 128: a slab may end after its first two tiles
   const int64_t cg0 = int64_t{blockIdx.x} * groups_per_block;
   const int64_t left = a.n / 4 - cg0;
   const int groups = left < groups_per_block ? static_cast<int>(left) : groups_per_block;
   const int count = slab * S < a.k ? groups : 0;
-  uint32_t x[16] = {};
-  if (live) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.x + k0) + i);
-      x[4 * i] = v.x, x[4 * i + 1] = v.y, x[4 * i + 2] = v.z, x[4 * i + 3] = v.w;
-    }
+  // A: the piece of tile 2 (g % 2) + q / 2, channel g / 2, half q % 2. A piece past K (K a multiple of
+  // 128: a slab may end after its first two tiles) meets zeros of X; the lane reads a piece of the
+  // column group's first two tiles instead.
+  const int tile = 2 * (g % 2) + q / 2, channel = g / 2;
+  const int64_t k0 = slab * S + tile * 64 + (q % 2) * 32;
+  const bool live = k0 < a.k;
+  const int piece = 8 * tile + 2 * channel + q % 2;
+  const int64_t stride = a.k / 8;  // 16-byte pieces a column group
+  const uint4* src = reinterpret_cast<const uint4*>(a.q) + cg0 * stride + (live ? slab * 32 + piece : piece % 16);
+  const uint16_t* sp = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + channel;
+  // B: X of tile 2 ((g / 2) % 2) + q / 2, half q % 2, rows 16 (g % 2) + [0, 16), where q / 2 == g / 4.
+  const int64_t kx = slab * S + 64 * (2 * ((g / 2) % 2) + q / 2) + 32 * (q % 2) + 16 * (g % 2);
+  uint32_t xb[8] = {};
+  if (q / 2 == g / 4 && kx < a.k) {
+    const uint4 v0 = __ldg(reinterpret_cast<const uint4*>(a.x + kx));
+    const uint4 v1 = __ldg(reinterpret_cast<const uint4*>(a.x + kx) + 1);
+    xb[0] = v0.x, xb[1] = v0.y, xb[2] = v0.z, xb[3] = v0.w;
+    xb[4] = v1.x, xb[5] = v1.y, xb[6] = v1.z, xb[7] = v1.w;
   }
   __shared__ float back[W];  // each warp's 2^-e (bf16 X)
-  // A lane past K multiplies zeros; it reads a piece of the column group's first two tiles instead.
-  const int64_t stride = a.k / 8;  // 16-byte pieces a column group
-  const uint4* src =
-      reinterpret_cast<const uint4*>(a.q) + cg0 * stride + (live ? slab * 32 + lane : lane % 16);
-  const uint16_t* sp = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + c;
-  float* out = part + warp * groups_per_block * 4 + c;
+  float* out = part + warp * groups_per_block * 4 + lane / 8;
   const auto ready = [&] {
     if constexpr (T == OutType::BF16) {
-      const float b = lane_x_bf16(x);
+      const float b = lane_x_bf16(xb);
       if (lane == 0) back[warp] = b;
     }
   };
   lane_walk(src, stride, sp, count, ready, [&](uint4 v, uint16_t scale, int j) {
-    float d = lane_dot<NAIVE>(v, x);
-    d += __shfl_xor_sync(0xFFFFFFFFu, d, 1);  // the tile's two halves: one group
-    d *= quant::half_to_f32(scale);
-    d += __shfl_xor_sync(0xFFFFFFFFu, d, 8);
-    d += __shfl_xor_sync(0xFFFFFFFFu, d, 16);
-    if (lane < 8 && h == 0) out[4 * j] = d;
+    float d = lane_dot<NAIVE>(v, xb) * quant::half_to_f32(scale);  // lanes 8c + {0, 2, 5, 7}: tiles 0-3
+    d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);                        // tiles 0 + 1 in lane 8c, 2 + 3 in 8c + 5
+    d += __shfl_down_sync(0xFFFFFFFFu, d, 5);
+    if (lane % 8 == 0) out[4 * j] = d;
   });
   __syncthreads();
   const int64_t slabs_left = (a.k - int64_t{blockIdx.y} * W * S + S - 1) / S;
@@ -1517,7 +1530,7 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, lane_resident<T, NAIVE, W>(L));
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
   kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per));
-  return status("the one-row W4A16 kernel (CUDA cores)", wait);
+  return status("the one-row W4A16 kernel", wait);
 }
 
 // The warps a block by K, and beyond K = 8192 by the grids (gemv::lane_warps).
@@ -1980,11 +1993,11 @@ template <int BITS, int WPT, OutType T, bool NAIVE>
 std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   constexpr int kWpt2 = BITS == 4 ? 2 : WPT;  // words a lane with two token tiles (BulkShape)
   const int64_t m = L.p.m;
-  // One row of int4: the CUDA-core form. fp16 X on the H200, against the copy-engine ring, bench medians
-  // (notes/performance.md, session 41): 28672x8192 39.0 -> 34.6 us, 8192x8192 17.3 -> 14.8, 4096x4096
+  // One row of int4: the lane form (plain loads, products on the tensor cores). fp16 X on the H200,
+  // against the copy-engine ring, bench medians (notes/performance.md, session 41, its first form with
+  // the products on the CUDA cores): 28672x8192 39.0 -> 34.6 us, 8192x8192 17.3 -> 14.8, 4096x4096
   // 9.95 -> 8.6, 2048x2048 7.5 -> 5.7; 8192x28672 the same (38.5 -> 38.3: its blocks meet in the
-  // workspace). The relative error grows from about 2e-4 to 4e-4 (fp16 products, goal 1e-3). bf16 X
-  // is scaled into fp16 a warp at a time (lane_x_bf16) and takes the same walk.
+  // workspace). bf16 X is scaled into fp16 a warp at a time (lane_x_bf16) and takes the same walk.
   if constexpr (BITS == 4) {
     if (m == 1) return launch_lane<T, NAIVE>(L, ws, wait);
     // 2 to 16 rows: the walk fed by the copy engine where it applies (against the ring of one and two

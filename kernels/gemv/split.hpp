@@ -235,7 +235,7 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
 // bf16 X (fiftieth session; its walk is about 6% slower than fp16's: two more shifts a weight register)
 // follows the same rule: 1.23-1.40x at 16 rows, 1.10-1.19x at 8, 1.00-1.10x at 3; at 2 rows 1.01-1.09x
 // from 2^25 weights but 0.95-1.01x below. (At one row it measured 1.00x on the large shapes and
-// 0.92-1.00x on the others; one row of bf16 takes the CUDA-core form, X scaled into fp16.)
+// 0.92-1.00x on the others; one row of bf16 takes the lane form, X scaled into fp16.)
 constexpr int64_t kWalkChannels = 128;
 constexpr int64_t kWalkStep = 128;
 constexpr int64_t kWalkRows = 16;  // X is laid out for 16 tokens whatever M
@@ -257,7 +257,7 @@ inline int walk16_stage_steps(bool bf16, int64_t n, int64_t k) {
   return bf16 && n * k >= kWalkTwoStepWeights && (k / kWalkStep) % 2 == 0 ? 2 : 1;
 }
 
-// One row of int4 on the CUDA cores (ft_lane_kernel): a warp owns a slab of 256 rows of K, a block
+// One row of int4 on the lane form (ft_lane_kernel): a warp owns a slab of 256 rows of K, a block
 // as many warps as K has slabs, 8, 16 or 32, so that up to K = 8192 a column range meets in shared
 // memory (a meeting in the workspace costs about 2 us on the H200, notes/performance.md, session 41).
 // Beyond K = 8192 the launcher asks lane_warps(n, k, resident) (below) instead.
