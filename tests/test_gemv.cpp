@@ -13,8 +13,11 @@
 #include "gemv_cases.hpp"
 #include "kernels/backend/host_steps.hpp"
 #include "kernels/cuda/gemv.hpp"
+#include "kernels/gemv/gemv.hpp"
 #include "kernels/gemv/split.hpp"
+#include "kernels/layouts/ft.hpp"
 #include "kernels/quant/files.hpp"
+#include "kernels/quant/quant.hpp"
 
 using namespace dql;
 using quant::Layout;
@@ -628,6 +631,89 @@ TEST_CASE("gemv split: NF4 cuts long slices into short ones up to 8 rows") {
         }
       }
     }
+  }
+}
+
+TEST_CASE("gemv split: the lane form's tensor-core roles give each channel its own tile's products") {
+  // One slab (256 rows of K) of one column group (4 channels) packed by the mixed-GEMM layout, and one
+  // step of ft_lane_kernel played on the host: each lane's piece and X by gemv::lane_piece_index and
+  // gemv::lane_x_row, its words' pairs by the recipe (gemv::ft_word_pairs) placed in A by
+  // gemv::lane_a_pair, four m16n8k16 products by the PTX fragment layout (A: registers 0-3 at (row g,
+  // k 2q), (g + 8, 2q), (g, 8 + 2q), (g + 8, 8 + 2q), two k each; B: registers 0 and 1 at (k 2q, n g)
+  // and (k 8 + 2q, n g); D: c0, c1 at (g, 2q + {0, 1}), c2, c3 at (g + 8, 2q + {0, 1})), then the
+  // kernel's two shuffles (xor 2, down 5). Lane 8c must hold channel c's exact sum over the slab.
+  const layouts::FtGeometry g4{4};
+  constexpr int64_t kN = 4, kK = 256;
+  std::array<uint32_t, kN * kK / 8> words{};
+  std::array<std::array<int, kK>, kN> code{};
+  std::array<double, kK> x{};
+  for (int64_t n = 0; n < kN; ++n) {
+    for (int64_t k = 0; k < kK; ++k) {
+      code[n][k] = static_cast<int>((n * 7 + k * 13 + (k * k) % 11) % 16) - 8;
+      const layouts::FtPlace at = layouts::ft_place(g4, n, k, kK);
+      words[at.word] |= static_cast<uint32_t>(code[n][k] + 8) << (4 * at.slot);
+    }
+  }
+  for (int64_t k = 0; k < kK; ++k) x[k] = static_cast<double>((k * 5 + 3) % 9) - 4.0;  // exact in fp16
+  // Each piece is loaded by one lane, and each row of X held by one lane.
+  std::array<int, 32> piece_loads{};
+  std::array<int, kK> x_holds{};
+  for (int lane = 0; lane < 32; ++lane) {
+    ++piece_loads[gemv::lane_piece_index(lane)];
+    if (gemv::lane_holds_x(lane)) {
+      for (int r = 0; r < 16; ++r) ++x_holds[gemv::lane_x_row(lane) + r];
+    }
+  }
+  CHECK(std::all_of(piece_loads.begin(), piece_loads.end(), [](int c) { return c == 1; }));
+  CHECK(std::all_of(x_holds.begin(), x_holds.end(), [](int c) { return c == 1; }));
+  // One step: D accumulates over the four words (one product a word).
+  double d[16][8] = {};
+  for (int i = 0; i < 4; ++i) {
+    double a[16][16] = {}, b[16][8] = {};
+    for (int lane = 0; lane < 32; ++lane) {
+      const int gr = lane / 4, q = lane % 4;
+      uint32_t pr[4];
+      gemv::ft_word_pairs<false>(4, OutType::F16, words[4 * gemv::lane_piece_index(lane) + i], pr);
+      const auto half = [](uint32_t v, int e) { return static_cast<double>(quant::half_to_f32(e ? v >> 16 : v & 0xFFFFu)); };
+      const int arow[4] = {gr, gr + 8, gr, gr + 8}, acol[4] = {2 * q, 2 * q, 8 + 2 * q, 8 + 2 * q};
+      for (int r = 0; r < 4; ++r) {
+        for (int e = 0; e < 2; ++e) a[arow[r]][acol[r] + e] = half(pr[gemv::lane_a_pair(r)], e);
+      }
+      if (gemv::lane_holds_x(lane)) {
+        const int x0 = gemv::lane_x_row(lane);
+        for (int e = 0; e < 2; ++e) {
+          b[2 * q + e][gr] = x[x0 + 2 * i + e];
+          b[8 + 2 * q + e][gr] = x[x0 + 8 + 2 * i + e];
+        }
+      }
+    }
+    for (int r = 0; r < 16; ++r) {
+      for (int c = 0; c < 8; ++c) {
+        for (int k = 0; k < 16; ++k) d[r][c] += a[r][k] * b[k][c];
+      }
+    }
+  }
+  std::array<double, 32> lane_sum{}, met{};
+  for (int lane = 0; lane < 32; ++lane) {
+    const int gr = lane / 4, q = lane % 4;
+    lane_sum[lane] = d[gr][2 * q] + d[gr + 8][2 * q + 1];
+  }
+  // The lanes that hold their own tile: channel and tile by gemv::lane_piece.
+  for (int lane = 0; lane < 32; ++lane) {
+    if (!gemv::lane_holds_tile(lane)) continue;
+    const gemv::LanePiece p = gemv::lane_piece(lane);
+    double want = 0.0;
+    for (int k = 64 * p.tile; k < 64 * p.tile + 64; ++k) want += code[p.channel][k] * x[k];
+    CAPTURE(lane);
+    CHECK(lane_sum[lane] == want);
+    CHECK(lane == 8 * p.channel + std::array<int, 4>{0, 2, 5, 7}[p.tile]);
+  }
+  for (int lane = 0; lane < 32; ++lane) met[lane] = lane_sum[lane] + lane_sum[lane ^ 2];
+  for (int c = 0; c < 4; ++c) {
+    double want = 0.0;
+    for (int k = 0; k < kK; ++k) want += code[c][k] * x[k];
+    CAPTURE(c);
+    CHECK(met[8 * c] + met[8 * c + 5] == want);
   }
 }
 

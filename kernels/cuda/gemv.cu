@@ -1410,7 +1410,8 @@ __device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&xb)[8]) {
   for (int i = 0; i < 4; ++i) {
     uint32_t pr[4];
     gemv::ft_word_pairs<NAIVE>(4, OutType::F16, w[i], pr);
-    wide_mma<OutType::F16>(d, pr[0], pr[2], pr[1], pr[3], xb[i], xb[4 + i]);
+    wide_mma<OutType::F16>(d, pr[gemv::lane_a_pair(0)], pr[gemv::lane_a_pair(1)], pr[gemv::lane_a_pair(2)],
+                           pr[gemv::lane_a_pair(3)], xb[i], xb[4 + i]);
   }
   return d[0] + d[3];
 }
@@ -1452,27 +1453,26 @@ template <OutType T, bool NAIVE, int W>
 __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block) {
   extern __shared__ float part[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int g = lane / 4, q = lane % 4;
+  const gemv::LanePiece lp = gemv::lane_piece(lane);  // the piece this lane loads
   constexpr int64_t S = gemv::kLaneSlab;
   const int64_t slab = int64_t{blockIdx.y} * W + warp;
   const int64_t cg0 = int64_t{blockIdx.x} * groups_per_block;
   const int64_t left = a.n / 4 - cg0;
   const int groups = left < groups_per_block ? static_cast<int>(left) : groups_per_block;
   const int count = slab * S < a.k ? groups : 0;
-  // A: the piece of tile 2 (g % 2) + q / 2, channel g / 2, half q % 2. A piece past K (K a multiple of
-  // 128: a slab may end after its first two tiles) meets zeros of X; the lane reads a piece of the
-  // column group's first two tiles instead.
-  const int tile = 2 * (g % 2) + q / 2, channel = g / 2;
-  const int64_t k0 = slab * S + tile * 64 + (q % 2) * 32;
+  // A: the piece gemv::lane_piece names. A piece past K (K a multiple of 128: a slab may end after its
+  // first two tiles) meets zeros of X; the lane reads a piece of the column group's first two tiles
+  // instead.
+  const int64_t k0 = slab * S + lp.tile * 64 + lp.half * 32;
   const bool live = k0 < a.k;
-  const int piece = 8 * tile + 2 * channel + q % 2;
+  const int piece = 8 * lp.tile + 2 * lp.channel + lp.half;  // gemv::lane_piece_index
   const int64_t stride = a.k / 8;  // 16-byte pieces a column group
   const uint4* src = reinterpret_cast<const uint4*>(a.q) + cg0 * stride + (live ? slab * 32 + piece : piece % 16);
-  const uint16_t* sp = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + channel;
-  // B: X of tile 2 ((g / 2) % 2) + q / 2, half q % 2, rows 16 (g % 2) + [0, 16), where q / 2 == g / 4.
-  const int64_t kx = slab * S + 64 * (2 * ((g / 2) % 2) + q / 2) + 32 * (q % 2) + 16 * (g % 2);
+  const uint16_t* sp = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + lp.channel;
+  // B: X of the 16 rows from gemv::lane_x_row, in the lanes gemv::lane_holds_x names.
+  const int64_t kx = slab * S + gemv::lane_x_row(lane);
   uint32_t xb[8] = {};
-  if (q / 2 == g / 4 && kx < a.k) {
+  if (gemv::lane_holds_x(lane) && kx < a.k) {
     const uint4 v0 = __ldg(reinterpret_cast<const uint4*>(a.x + kx));
     const uint4 v1 = __ldg(reinterpret_cast<const uint4*>(a.x + kx) + 1);
     xb[0] = v0.x, xb[1] = v0.y, xb[2] = v0.z, xb[3] = v0.w;

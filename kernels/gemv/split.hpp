@@ -267,6 +267,34 @@ inline int lane_warps(int64_t k) {
   return slabs <= 8 ? 8 : (slabs <= 16 ? 16 : 32);
 }
 
+// The lane form's roles in its mma.sync m16n8k16 products, one a word of the lane's piece. Lane
+// (g, q) = (lane / 4, lane % 4) loads the piece of tile 2 (g % 2) + q / 2, channel g / 2, half q % 2 of
+// its slab (piece 8 tile + 2 channel + half of the column group's 32, the half being the tile's
+// row-permutation group of 32 rows: 4 words); A register r of a word's product takes the word's pair
+// lane_a_pair(r) (pairs 0 and 2 at rows g and g + 8, k columns 2q, 2q + 1; pairs 1 and 3 at columns
+// 8 + 2q, 9 + 2q). As B the lane holds X of the 16 slab rows from lane_x_row where lane_holds_x, zeros
+// elsewhere; B register 0 of word i's product holds rows 2i, 2i + 1 of them, register 1 rows 8 + 2i,
+// 9 + 2i. Lanes where lane_holds_tile come out with their own piece's tile and channel (D[g][2q] +
+// D[g + 8][2q + 1]): lanes 8c, 8c + 2, 8c + 5 and 8c + 7 hold channel c over tiles 0, 1, 2 and 3.
+struct LanePiece {
+  int tile, channel, half;
+};
+DQL_HD LanePiece lane_piece(int lane) {
+  const int g = lane / 4, q = lane % 4;
+  return LanePiece{2 * (g % 2) + q / 2, g / 2, q % 2};
+}
+DQL_HD int lane_piece_index(int lane) {
+  const LanePiece p = lane_piece(lane);
+  return 8 * p.tile + 2 * p.channel + p.half;
+}
+DQL_HD int lane_a_pair(int r) { return r == 1 ? 2 : (r == 2 ? 1 : r); }
+DQL_HD bool lane_holds_x(int lane) { return (lane % 4) / 2 == (lane / 4) / 4; }
+DQL_HD int lane_x_row(int lane) {
+  const int g = lane / 4, q = lane % 4;
+  return 64 * (2 * ((g / 2) % 2) + q / 2) + 32 * (q % 2) + 16 * (g % 2);
+}
+DQL_HD bool lane_holds_tile(int lane) { return (lane / 4) % 2 == lane % 2; }
+
 // The partial sums a block keeps in shared memory (warps x groups x 4 floats) at most: well under the
 // 48 KB a launch may ask without opting in, beside the kernel's static shared memory.
 constexpr int64_t kLanePartBytes = 32 * 1024;
