@@ -674,7 +674,9 @@ TEST_CASE("gemv split: the lane form's tensor-core roles give each channel its o
       const int gr = lane / 4, q = lane % 4;
       uint32_t pr[4];
       gemv::ft_word_pairs<false>(4, OutType::F16, words[4 * gemv::lane_piece_index(lane) + i], pr);
-      const auto half = [](uint32_t v, int e) { return static_cast<double>(quant::half_to_f32(e ? v >> 16 : v & 0xFFFFu)); };
+      const auto half = [](uint32_t v, int e) {
+        return static_cast<double>(quant::half_to_f32(e ? bits::hi16(v) : bits::lo16(v)));
+      };
       const int arow[4] = {gr, gr + 8, gr, gr + 8}, acol[4] = {2 * q, 2 * q, 8 + 2 * q, 8 + 2 * q};
       for (int r = 0; r < 4; ++r) {
         for (int e = 0; e < 2; ++e) a[arow[r]][acol[r] + e] = half(pr[gemv::lane_a_pair(r)], e);

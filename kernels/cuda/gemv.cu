@@ -1465,9 +1465,10 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   // instead.
   const int64_t k0 = slab * S + lp.tile * 64 + lp.half * 32;
   const bool live = k0 < a.k;
-  const int piece = 8 * lp.tile + 2 * lp.channel + lp.half;  // gemv::lane_piece_index
+  const int piece = gemv::lane_piece_index(lane);
   const int64_t stride = a.k / 8;  // 16-byte pieces a column group
-  const uint4* src = reinterpret_cast<const uint4*>(a.q) + cg0 * stride + (live ? slab * 32 + piece : piece % 16);
+  const uint4* src =
+      reinterpret_cast<const uint4*>(a.q) + cg0 * stride + (live ? slab * 32 + piece : piece % 16);
   const uint16_t* sp = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + lp.channel;
   // B: X of the 16 rows from gemv::lane_x_row, in the lanes gemv::lane_holds_x names.
   const int64_t kx = slab * S + gemv::lane_x_row(lane);
@@ -1488,7 +1489,7 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   };
   lane_walk(src, stride, sp, count, ready, [&](uint4 v, uint16_t scale, int j) {
     float d = lane_dot<NAIVE>(v, xb) * quant::half_to_f32(scale);  // lanes 8c + {0, 2, 5, 7}: tiles 0-3
-    d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);                        // tiles 0 + 1 in lane 8c, 2 + 3 in 8c + 5
+    d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);                       // tiles 0 + 1 in lane 8c, 2 + 3 in 8c + 5
     d += __shfl_down_sync(0xFFFFFFFFu, d, 5);
     if (lane % 8 == 0) out[4 * j] = d;
   });

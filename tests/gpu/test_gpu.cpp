@@ -516,8 +516,8 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   // outputs). On the whole device 4096 x 4096 takes the grids of split tiles; told it has 8
   // multiprocessors, the launcher gives the same shape the persistent grid (its runs cross tiles).
   // On compute capability 9.0 int4 from 3 rows takes the walk there (its shared memory the same at
-  // every M), and fp16's one row the lane form (ft_lane_kernel), so both types come again with the walk left out
-  // (GemvLaunch::no_walk): the ring at every M but fp16's one row.
+  // every M), and fp16's one row the lane form (ft_lane_kernel), so both types come again with the walk left
+  // out (GemvLaunch::no_walk): the ring at every M but fp16's one row.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -955,8 +955,8 @@ TEST_CASE("gemv: NF4 where long slices of K are cut into short ones") {
 
 TEST_CASE(
     "gemv: one row of int4 on the lane form, where K ends inside a slab and the columns inside a range") {
-  // One row of X with fp16 int4 weights takes the lane form (ft_lane_kernel): warps own 256 rows of K (a slab),
-  // blocks as many warps as K has slabs (8, 16 or 32) and a range of column groups (4 channels each),
+  // One row of X with fp16 int4 weights takes the lane form (ft_lane_kernel): warps own 256 rows of K (a
+  // slab), blocks as many warps as K has slabs (8, 16 or 32) and a range of column groups (4 channels each),
   // as many groups a block as fill one wave.
   // - 48x8320: K is 32.5 slabs, so the second row of blocks has one warp whose last two tiles lie past
   //   K (those lanes multiply zeros), and the two rows of blocks meet in the workspace.
@@ -1018,7 +1018,7 @@ TEST_CASE(
 }
 
 TEST_CASE("gemv: one row of bf16 X on the lane form, however large or small X is") {
-  // bf16 X takes the fp16 walk, each warp's slab of 256 rows of K scaled by its own power of two
+  // bf16 X is scaled into fp16, each warp's slab of 256 rows of K by its own power of two
   // (lane_x_bf16). So X times 2^p must give Y times 2^p bit for bit (no bias, no activation; K up to
   // 8192, where one block holds the whole K and the sums meet in one order), for slabs far apart in
   // size too; a value 2^30 above the rest of its slab must not push them out of fp16; and an infinity
