@@ -1400,12 +1400,12 @@ __device__ __forceinline__ void lane_walk(const uint4* p, int64_t stride, const 
 
 // Lane (g, q)'s 4 words as the A operand of four m16n8k16 products, one a word (the words' pairs 0 and
 // 2 at k columns 2q, 2q + 1 of rows g and g + 8, pairs 1 and 3 at columns 8 + 2q, 9 + 2q), X as B
-// (xb[i]: the X pair of rows 2i, 2i + 1 of the lane's 16, xb[4 + i]: rows 8 + 2i, 9 + 2i). Returns
-// D[g][2q] + D[g + 8][2q + 1]: the tile's 64 products of the lanes where g % 2 == q % 2.
+// (xb[i]: the X pair of rows 2i, 2i + 1 of the lane's 16, xb[4 + i]: rows 8 + 2i, 9 + 2i), into d.
+// D[g][2q] + D[g + 8][2q + 1] (d[0] + d[3]) are the tile's 64 products of the lanes where g % 2 == q % 2.
 template <bool NAIVE>
-__device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&xb)[8]) {
+__device__ __forceinline__ void lane_mma(uint4 v, const uint32_t (&xb)[8], float (&d)[4]) {
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  d[0] = d[1] = d[2] = d[3] = 0.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     uint32_t pr[4];
@@ -1413,7 +1413,6 @@ __device__ __forceinline__ float lane_dot(uint4 v, const uint32_t (&xb)[8]) {
     wide_mma<OutType::F16>(d, pr[gemv::lane_a_pair(0)], pr[gemv::lane_a_pair(1)], pr[gemv::lane_a_pair(2)],
                            pr[gemv::lane_a_pair(3)], xb[i], xb[4 + i]);
   }
-  return d[0] + d[3];
 }
 
 // bf16 X in the lane's 8 registers to fp16 scaled by the warp's power of two 2^e (all lanes of the
@@ -1487,12 +1486,32 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
       if (lane == 0) back[warp] = b;
     }
   };
-  lane_walk(src, stride, sp, count, ready, [&](uint4 v, uint16_t scale, int j) {
-    float d = lane_dot<NAIVE>(v, xb) * quant::half_to_f32(scale);  // lanes 8c + {0, 2, 5, 7}: tiles 0-3
-    d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);                       // tiles 0 + 1 in lane 8c, 2 + 3 in 8c + 5
+  // With fp16 X in blocks of 32 warps (the large shapes) a step's sums leave one step late: their
+  // shuffles then fill the waits of the next step's chain of products, and the next load is not held
+  // behind them (3.3% at 28672x8192; bf16 and smaller blocks measured no gain or a loss:
+  // notes/performance.md, fifty-eighth session).
+  constexpr bool kLate = T == OutType::F16 && W == 32;
+  // Column group j's sums, scaled, meet in lane 8c and go to shared memory (all lanes call it; late,
+  // the first call has no column group, j = -1).
+  const auto emit = [&](float d0, float d3, uint16_t scale, int j) {
+    float d = (d0 + d3) * quant::half_to_f32(scale);  // lanes 8c + {0, 2, 5, 7}: tiles 0-3
+    d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);          // tiles 0 + 1 in lane 8c, 2 + 3 in 8c + 5
     d += __shfl_down_sync(0xFFFFFFFFu, d, 5);
-    if (lane % 8 == 0) out[4 * j] = d;
+    if (lane % 8 == 0 && (!kLate || j >= 0)) out[4 * j] = d;
+  };
+  float p0 = 0.0f, p3 = 0.0f;
+  uint16_t ps = 0;
+  lane_walk(src, stride, sp, count, ready, [&](uint4 v, uint16_t scale, int j) {
+    float d[4];
+    lane_mma<NAIVE>(v, xb, d);
+    if constexpr (kLate) {
+      emit(p0, p3, ps, j - 1);
+      p0 = d[0], p3 = d[3], ps = scale;
+    } else {
+      emit(d[0], d[3], scale, j);
+    }
   });
+  if (kLate && count > 0) emit(p0, p3, ps, count - 1);
   __syncthreads();
   const int64_t slabs_left = (a.k - int64_t{blockIdx.y} * W * S + S - 1) / S;
   const int warps = slabs_left < W ? static_cast<int>(slabs_left) : W;
