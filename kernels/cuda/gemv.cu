@@ -196,7 +196,8 @@ __device__ __forceinline__ void mma_16832_s8(int (&d)[4], uint32_t a0, uint32_t 
       : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 #else
-  __trap();  // int8 m16n8k32 needs sm_80; the launcher refuses before this
+  // The int8 m16n8k32 product needs sm_80; the launcher refuses before this.
+  __trap();
 #endif
 }
 
@@ -796,7 +797,8 @@ __global__ void stage_x_kernel(const uint16_t* x, uint16_t* xs, int64_t k, int r
     *reinterpret_cast<uint4*>(xs + (part * rows + row) * pitch + (kk - part * ku)) = v;
   }
 #else
-  __trap();  // the launcher takes this path on compute capability 9.0 only
+  // The launcher takes this path on compute capability 9.0 only.
+  __trap();
 #endif
 }
 
@@ -1011,7 +1013,8 @@ __global__ void __launch_bounds__(kSliceWarps * 32)
     if (++buf == B::kStages) buf = 0, parity ^= 1u;
   }
 #else
-  __trap();  // the launcher takes this path on compute capability 9.0 only
+  // The launcher takes this path on compute capability 9.0 only.
+  __trap();
 #endif
 }
 
@@ -1705,7 +1708,8 @@ __global__ void __launch_bounds__(256)
     out[1] = neg;
   }
 #else
-  __trap();  // the launcher takes this path on compute capability 9.0 only
+  // The launcher takes this path on compute capability 9.0 only.
+  __trap();
 #endif
 }
 
@@ -1926,7 +1930,8 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
     }
   }
 #else
-  __trap();  // the launcher takes this path on compute capability 9.0 only
+  // The launcher takes this path on compute capability 9.0 only.
+  __trap();
 #endif
 }
 
@@ -1956,7 +1961,8 @@ __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
          make_uint2(bits::pack16(h(0, v.x), h(1, v.y)), bits::pack16(h(2, v.z), h(3, v.w))));
   __stcg(p, make_float4(0.0f, 0.0f, 0.0f, 0.0f));
 #else
-  __trap();  // the launcher takes this path on compute capability 9.0 only
+  // The launcher takes this path on compute capability 9.0 only.
+  __trap();
 #endif
 }
 
