@@ -967,6 +967,9 @@ TEST_CASE(
   // - 4240x1024: 1060 column groups; on a device of 132 multiprocessors with 4 blocks each, ranges of 3
   //   groups, the last holding one.
   // - 1024x8192: blocks of 32 warps, the whole K in each.
+  // - 4240x8192: blocks of 32 warps again, with walks long enough for whole rounds of loads: on 132
+  //   multiprocessors ranges of 9 column groups, the last of 7 (fp16 X there takes the form whose sums
+  //   leave a step late, so its steady loop and its last, separate emit are both checked).
   // - 2048x11008 and 6144x8320: beyond K = 8192 the block is chosen by its grid (gemv::lane_warps); on a
   //   device of 132 multiprocessors (4, 2, 1 blocks of 8, 16, 32 warps each) 3 rows of 16 warps, the
   //   last with 11, and 5 rows of 8 warps, the last with one, meeting in the workspace.
@@ -975,9 +978,9 @@ TEST_CASE(
   // the order in which the rows of blocks meet).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
-  const std::pair<int64_t, int64_t> shapes[] = {{48, 8320},   {64, 28672},   {32, 65792},
-                                                {64, 2176},   {16, 384},     {4240, 1024},
-                                                {1024, 8192}, {2048, 11008}, {6144, 8320}};
+  const std::pair<int64_t, int64_t> shapes[] = {{48, 8320},    {64, 28672},  {32, 65792},  {64, 2176},
+                                                {16, 384},     {4240, 1024}, {1024, 8192}, {4240, 8192},
+                                                {2048, 11008}, {6144, 8320}};
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + k), n, k);
     for (const int group : {64, 128, static_cast<int>(k)}) {
