@@ -734,14 +734,17 @@ TEST_CASE("gemv split: one row of int4 on the lane form, warps a block and range
   CHECK(a.per == 55);
   CHECK(a.columns == 131);
   CHECK(a.shared_bytes == 32 * 55 * 16);
+  CHECK(a.per_row == 32);
   const gemv::LaneGrid b = gemv::lane_grid(8192, 28672, 32, 132);
   CHECK(b.rows == 4);  // the four rows of blocks meet in the workspace
   CHECK(b.per == 63);
   CHECK(b.columns == 33);
+  CHECK(b.per_row == 28);  // 112 slabs spread over the four rows, not 32 + 32 + 32 + 16
   const gemv::LaneGrid c = gemv::lane_grid(4096, 4096, 16, 264);
   CHECK(c.rows == 1);
   CHECK(c.per == 4);
   CHECK(c.columns == 256);
+  CHECK(c.per_row == 16);
   // An output layer of 128256 channels: ranges of 64 groups at most (32 KB of partial sums), so more
   // than one wave.
   const gemv::LaneGrid d = gemv::lane_grid(128256, 8192, 32, 132);
@@ -763,6 +766,23 @@ TEST_CASE("gemv split: one row of int4 on the lane form, warps a block and range
   CHECK(gemv::lane_warps(6144, 8320, h200) == 8);  // the GPU suite's shapes for 8 and 16 warps
   CHECK(gemv::lane_warps(2048, 11008, h200) == 16);
   CHECK(gemv::lane_warps(48, 8320, h200) == 32);  // few groups: the fewest rows
+  // The slabs spread over the rows of blocks: the GPU suite's shapes of the lane form and the Llama
+  // shapes whose K the warps do not divide.
+  CHECK(gemv::lane_warps(64, 28672, h200) == 32);
+  CHECK(gemv::lane_warps(32, 65792, h200) == 32);
+  const auto spread = [](int64_t n, int64_t k, int w, int64_t resident) {
+    const gemv::LaneGrid g = gemv::lane_grid(n, k, w, resident);
+    return std::pair<int64_t, int64_t>{g.rows, g.per_row};
+  };
+  CHECK(spread(48, 8320, 32, 132) == std::pair<int64_t, int64_t>{2, 17});     // 33 slabs: 17 + 16
+  CHECK(spread(64, 28672, 32, 132) == std::pair<int64_t, int64_t>{4, 28});    // 112: 4 x 28
+  CHECK(spread(32, 65792, 32, 132) == std::pair<int64_t, int64_t>{9, 29});    // 257: 8 x 29 + 25
+  CHECK(spread(2048, 11008, 16, 264) == std::pair<int64_t, int64_t>{3, 15});  // 43: 15 + 15 + 13
+  CHECK(spread(6144, 8320, 8, 528) == std::pair<int64_t, int64_t>{5, 7});     // 33: 4 x 7 + 5
+  CHECK(spread(4096, 14336, 32, 132) == std::pair<int64_t, int64_t>{2, 28});  // 56: 28 + 28
+  CHECK(spread(5120, 13824, 32, 132) == std::pair<int64_t, int64_t>{2, 27});  // 54: 27 + 27
+  CHECK(spread(8192, 28672, 16, 264) == std::pair<int64_t, int64_t>{7, 16});  // 112: 7 full rows
+  CHECK(spread(64, 2176, 16, 264) == std::pair<int64_t, int64_t>{1, 9});      // one row: 9 of 16 busy
   // Where two blocks cost the same, the smaller: 7168x18432 (31 + 9 against 35 + 5), 1024x11008 (3 + 3
   // against 4 + 2), 1536x8960 (5 + 3 against 6 + 2).
   CHECK(gemv::lane_cost(gemv::lane_grid(7168, 18432, 8, 528), 528) == 31 + 9);

@@ -1451,17 +1451,22 @@ __device__ __forceinline__ float lane_x_bf16(uint32_t (&x)[8]) {
 
 // grid (column ranges of `groups_per_block` column groups, K / (256 W) rounded up: gemv::lane_grid);
 // dynamic shared memory: W x groups_per_block x 4 floats. W warps a block, 32 warps a multiprocessor.
-template <OutType T, bool NAIVE, int W>
-__global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block) {
+// A row of blocks takes W slabs of K, or with SPREAD `per_row` (gemv::LaneGrid: fewer than W, the
+// slabs spread evenly over the rows), and the warps past per_row have nothing to walk. Two instances
+// rather than one with a run-time count: with per_row in every instance bf16 X's spilled 8 bytes and ran
+// 2% slower at 28672x8192 (notes/performance.md, fifty-ninth session).
+template <OutType T, bool NAIVE, int W, bool SPREAD>
+__global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block, int per_row) {
   extern __shared__ float part[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const gemv::LanePiece lp = gemv::lane_piece(lane);  // the piece this lane loads
   constexpr int64_t S = gemv::kLaneSlab;
-  const int64_t slab = int64_t{blockIdx.y} * W + warp;
+  const int row_slabs = SPREAD ? per_row : W;
+  const int64_t slab = int64_t{blockIdx.y} * row_slabs + warp;
   const int64_t cg0 = int64_t{blockIdx.x} * groups_per_block;
   const int64_t left = a.n / 4 - cg0;
   const int groups = left < groups_per_block ? static_cast<int>(left) : groups_per_block;
-  const int count = slab * S < a.k ? groups : 0;
+  const int count = (!SPREAD || warp < per_row) && slab * S < a.k ? groups : 0;
   // A: the piece gemv::lane_piece names. A piece past K (K a multiple of 128: a slab may end after its
   // first two tiles) meets zeros of X; the lane reads a piece of the column group's first two tiles
   // instead.
@@ -1516,8 +1521,8 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   });
   if (kLate && count > 0) emit(p0, p3, ps, count - 1);
   __syncthreads();
-  const int64_t slabs_left = (a.k - int64_t{blockIdx.y} * W * S + S - 1) / S;
-  const int warps = slabs_left < W ? static_cast<int>(slabs_left) : W;
+  const int64_t slabs_left = (a.k - int64_t{blockIdx.y} * row_slabs * S + S - 1) / S;
+  const int warps = slabs_left < row_slabs ? static_cast<int>(slabs_left) : row_slabs;
   const auto each = [&](auto fn) {
     for (int i = threadIdx.x; i < 4 * groups; i += blockDim.x) {
       float v = 0.0f;
@@ -1541,18 +1546,21 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
 template <OutType T, bool NAIVE, int W>
 int64_t lane_resident(const GemvLaunch& L) {
   static Fit fit;
-  const int per_sm =
-      bulk_blocks_per_sm(fit, ft_lane_kernel<T, NAIVE, W>, static_cast<size_t>(gemv::kLanePartBytes), W * 32);
+  const int per_sm = bulk_blocks_per_sm(fit, ft_lane_kernel<T, NAIVE, W, false>,
+                                        static_cast<size_t>(gemv::kLanePartBytes), W * 32);
   return int64_t{per_sm} * L.sms;
 }
 
 // One wave where the column groups allow (gemv::lane_grid).
 template <OutType T, bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  const auto kernel = ft_lane_kernel<T, NAIVE, W>;
   const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, lane_resident<T, NAIVE, W>(L));
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
-  kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per));
+  // One row of blocks keeps the unspread instance: its idle warps are those past K either way.
+  const auto kernel =
+      g.rows > 1 && g.per_row < W ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>;
+  kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per),
+                                                                static_cast<int>(g.per_row));
   return status("the one-row W4A16 kernel", wait);
 }
 

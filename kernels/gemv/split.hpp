@@ -302,14 +302,21 @@ constexpr int64_t kLanePartBytes = 32 * 1024;
 // The grid: `rows` rows of blocks along K (K / (256 warps) rounded up) by `columns` ranges of
 // `per` column groups (4 channels each); as many groups a range as fill the `resident` blocks (blocks
 // a multiprocessor times multiprocessors) in one wave, unless the partial sums would pass
-// kLanePartBytes; the last range may hold fewer.
+// kLanePartBytes; the last range may hold fewer. Each row of blocks takes `per_row` slabs of K (the
+// slabs over the rows as evenly as whole slabs allow; the last row may hold fewer), the first
+// `per_row` warps of a block one each. Where the warps do not divide the slabs, rows of equal work
+// ran 2-3% faster than full rows before a short last one (4096x11008 at 16 warps: rows of 15, 15 and
+// 13 slabs against 16, 16 and 11; 4096x14336 and 5120x13824 at 32: 28 + 28 and 27 + 27 against 32 +
+// 24 and 32 + 22; H200, notes/performance.md, fifty-ninth session).
 struct LaneGrid {
-  int64_t rows, columns, per, shared_bytes;
+  int64_t rows, columns, per, shared_bytes, per_row;
 };
 inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
   LaneGrid g{};
   const int64_t groups = n / 4;
-  g.rows = (k + warps * kLaneSlab - 1) / (warps * kLaneSlab);
+  const int64_t slabs = (k + kLaneSlab - 1) / kLaneSlab;
+  g.rows = (slabs + warps - 1) / warps;
+  g.per_row = (slabs + g.rows - 1) / g.rows;
   const int64_t ranges = std::max<int64_t>(1, resident / g.rows);
   const int64_t most = kLanePartBytes / (warps * 4 * 4);
   g.per = std::min<int64_t>(most, (groups + ranges - 1) / ranges);
@@ -322,11 +329,12 @@ inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
 // by its grid: the column groups each warp walks (times the waves the grid takes) plus one for each
 // row of blocks (the meeting), the smaller block where two cost the same. On the H200 this picks 16
 // warps at 8192x28672 (7 full rows, 56 groups a warp, where 32 warps leave 4 rows, the last half empty,
-// and 63 groups: 36.8 against 38.3 us) and 14336x28672 (59.9 against 72.9), 8 at 16384x53248 (120.6
-// against 132.3) and 7168x18432, and keeps 32 at 4096x14336 and 5120x13824, where 8 warps' shorter
-// walks cost more in rows than they gain. Over 17 shapes with K from 8960 to 53248 its picks were 2.2 us
-// in all from the fastest of the three, where 32 warps everywhere were 35 us (notes/performance.md,
-// forty-fourth session).
+// and 63 groups: 36.8 against 38.3 us; with the slabs spread over the 4 rows, 28 each, 35.5-35.7
+// against 35.4 in the fifty-ninth session, so the pick stands) and 14336x28672 (59.9 against 72.9),
+// 8 at 16384x53248 (120.6 against 132.3) and 7168x18432, and keeps 32 at 4096x14336 and 5120x13824,
+// where 8 warps' shorter walks cost more in rows than they gain. Over 17 shapes with K from 8960 to
+// 53248 its picks were 2.2 us in all from the fastest of the three, where 32 warps everywhere were
+// 35 us (notes/performance.md, forty-fourth session).
 // resident(w): the blocks of w warps the device holds at once.
 inline int64_t lane_cost(const LaneGrid& g, int64_t resident) {
   const int64_t waves = (g.rows * g.columns + resident - 1) / resident;

@@ -958,10 +958,12 @@ TEST_CASE(
   // One row of X with fp16 int4 weights takes the lane form (ft_lane_kernel): warps own 256 rows of K (a
   // slab), blocks as many warps as K has slabs (8, 16 or 32) and a range of column groups (4 channels each),
   // as many groups a block as fill one wave.
-  // - 48x8320: K is 32.5 slabs, so the second row of blocks has one warp whose last two tiles lie past
-  //   K (those lanes multiply zeros), and the two rows of blocks meet in the workspace.
-  // - 64x28672: 112 slabs, four rows of blocks meeting in the workspace, the last of 16 warps.
-  // - 32x65792: 257 slabs, nine rows of blocks, the last with one warp.
+  // Where the warps do not divide the slabs, the slabs spread evenly over the rows of blocks
+  // (gemv::LaneGrid::per_row) and each block's warps past them stay idle:
+  // - 48x8320: K is 32.5 slabs, two rows of 17 and 16, the second ending with a warp whose last two
+  //   tiles lie past K (those lanes multiply zeros); the two rows of blocks meet in the workspace.
+  // - 64x28672: 112 slabs, four rows of blocks of 28 busy warps meeting in the workspace.
+  // - 32x65792: 257 slabs, nine rows of blocks, eight of 29 busy warps and the last of 25.
   // - 64x2176: blocks of 16 warps, the ninth half past K, the others idle.
   // - 16x384: one block of 8 warps, its second half past K.
   // - 4240x1024: 1060 column groups; on a device of 132 multiprocessors with 4 blocks each, ranges of 3
@@ -971,8 +973,9 @@ TEST_CASE(
   //   multiprocessors ranges of 9 column groups, the last of 7 (fp16 X there takes the form whose sums
   //   leave a step late, so its steady loop and its last, separate emit are both checked).
   // - 2048x11008 and 6144x8320: beyond K = 8192 the block is chosen by its grid (gemv::lane_warps); on a
-  //   device of 132 multiprocessors (4, 2, 1 blocks of 8, 16, 32 warps each) 3 rows of 16 warps, the
-  //   last with 11, and 5 rows of 8 warps, the last with one, meeting in the workspace.
+  //   device of 132 multiprocessors (4, 2, 1 blocks of 8, 16, 32 warps each) 3 rows of 16 warps with
+  //   15, 15 and 13 busy, and 5 rows of 8 warps with 7, 7, 7, 7 and 5 (the last slab half past K),
+  //   meeting in the workspace.
   // Every group size the kernel reads (64, 128, one a channel), fp16 and bf16 X, bias, activation and
   // clamp in the epilogue, and the naive conversion beside the recipe's (the same products: equal up to
   // the order in which the rows of blocks meet).
