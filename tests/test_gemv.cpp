@@ -783,6 +783,14 @@ TEST_CASE("gemv split: one row of int4 on the lane form, warps a block and range
   CHECK(spread(5120, 13824, 32, 132) == std::pair<int64_t, int64_t>{2, 27});  // 54: 27 + 27
   CHECK(spread(8192, 28672, 16, 264) == std::pair<int64_t, int64_t>{7, 16});  // 112: 7 full rows
   CHECK(spread(64, 2176, 16, 264) == std::pair<int64_t, int64_t>{1, 9});      // one row: 9 of 16 busy
+  // The spread instance: where a row of blocks takes fewer slabs than its warps, and only with
+  // several rows.
+  CHECK(gemv::lane_grid(48, 8320, 32, 132).spread);
+  CHECK(gemv::lane_grid(2048, 11008, 16, 264).spread);
+  CHECK(gemv::lane_grid(6144, 8320, 8, 528).spread);
+  CHECK_FALSE(gemv::lane_grid(8192, 28672, 16, 264).spread);  // 7 full rows
+  CHECK_FALSE(gemv::lane_grid(64, 2176, 16, 264).spread);     // one row
+  CHECK_FALSE(gemv::lane_grid(28672, 8192, 32, 132).spread);
   // Where two blocks cost the same, the smaller: 7168x18432 (31 + 9 against 35 + 5), 1024x11008 (3 + 3
   // against 4 + 2), 1536x8960 (5 + 3 against 6 + 2).
   CHECK(gemv::lane_cost(gemv::lane_grid(7168, 18432, 8, 528), 528) == 31 + 9);

@@ -1556,9 +1556,7 @@ template <OutType T, bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, lane_resident<T, NAIVE, W>(L));
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
-  // One row of blocks keeps the unspread instance: its idle warps are those past K either way.
-  const auto kernel =
-      g.rows > 1 && g.per_row < W ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>;
+  const auto kernel = g.spread ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>;
   kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per),
                                                                 static_cast<int>(g.per_row));
   return status("the one-row W4A16 kernel", wait);

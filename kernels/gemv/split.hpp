@@ -307,9 +307,12 @@ constexpr int64_t kLanePartBytes = 32 * 1024;
 // `per_row` warps of a block one each. Where the warps do not divide the slabs, rows of equal work
 // ran 2-3% faster than full rows before a short last one (4096x11008 at 16 warps: rows of 15, 15 and
 // 13 slabs against 16, 16 and 11; 4096x14336 and 5120x13824 at 32: 28 + 28 and 27 + 27 against 32 +
-// 24 and 32 + 22; H200, notes/performance.md, fifty-ninth session).
+// 24 and 32 + 22; H200, notes/performance.md, fifty-ninth session). `spread`: the launcher takes the
+// kernel's instance for per_row below the warps, which it needs only with several rows of blocks (in
+// one row the warps past per_row are those past K, which every instance leaves idle).
 struct LaneGrid {
   int64_t rows, columns, per, shared_bytes, per_row;
+  bool spread;
 };
 inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
   LaneGrid g{};
@@ -317,6 +320,7 @@ inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
   const int64_t slabs = (k + kLaneSlab - 1) / kLaneSlab;
   g.rows = (slabs + warps - 1) / warps;
   g.per_row = (slabs + g.rows - 1) / g.rows;
+  g.spread = g.rows > 1 && g.per_row < warps;
   const int64_t ranges = std::max<int64_t>(1, resident / g.rows);
   const int64_t most = kLanePartBytes / (warps * 4 * 4);
   g.per = std::min<int64_t>(most, (groups + ranges - 1) / ranges);
