@@ -59,8 +59,16 @@ TEST_CASE("bench cases: the rows a block apply to the cases the Hopper GEMM runs
     change(d);
     return d.takes_gemm_rows();
   };
-  CHECK_FALSE(with([](BenchCase& d) { d.m = 64; }));  // the GEMV forms and the passes of 64
   CHECK(with([](BenchCase& d) { d.m = 256; }));
+  // 33-64 rows: the Hopper GEMM on large matrices only, the GEMV forms elsewhere and up to 32 rows.
+  CHECK(with([](BenchCase& d) { d.m = 33; }));
+  CHECK(with([](BenchCase& d) { d.m = 64; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.m = 32; }));
+  CHECK(with([](BenchCase& d) { d.m = 40, d.n = 4096; }));                    // 4096x8192
+  CHECK_FALSE(with([](BenchCase& d) { d.m = 40, d.n = 4096, d.k = 4096; }));  // 4096x4096
+  CHECK(with([](BenchCase& d) { d.m = 65, d.n = 4096, d.k = 4096; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.m = 64, d.n = 2048; }));  // 2048x8192
+  CHECK(with([](BenchCase& d) { d.m = 64, d.k = 2048; }));        // 8192x2048
   CHECK_FALSE(with([](BenchCase& d) { d.path = gemv::Path::Cublas; }));
   CHECK_FALSE(with([](BenchCase& d) { d.path = gemv::Path::Online; }));
   CHECK_FALSE(with([](BenchCase& d) { d.layout = quant::Layout::Awq, d.scheme = quant::Scheme::Int4Asym; }));

@@ -424,8 +424,28 @@ TEST_CASE("gemv split: the Hopper GEMM's rows and runs of K") {
   CHECK(gemv::hopper_slots_fit(256, 80, 8192, 65));
   CHECK_FALSE(gemv::hopper_slots_fit(400, 128, 4096, 65));
   // The measured cases (notes/performance.md, h1, h5 and q1): N, then K / 64.
-  CHECK_FALSE(gemv::hopper_takes(64));  // up to 64 rows the GEMV forms stay
-  CHECK(gemv::hopper_takes(65));
+  // From 65 rows always; from 33 where N is at least 8192, or 4096 with K at least 8192 (the runs of K
+  // stay long: 4096x4096 and 2048x8192 measured faster on the GEMV forms); up to 32 never.
+  for (const auto& [n, k] :
+       {std::pair<int64_t, int64_t>{128, 512}, {2048, 8192}, {4096, 4096}, {8192, 2048}}) {
+    CAPTURE(n);
+    CAPTURE(k);
+    CHECK(gemv::hopper_takes(65, n, k));
+    CHECK(gemv::hopper_takes(256, n, k));
+    CHECK_FALSE(gemv::hopper_takes(1, n, k));
+    CHECK_FALSE(gemv::hopper_takes(32, n, k));
+  }
+  for (int64_t m : {33, 48, 64}) {
+    CAPTURE(m);
+    CHECK(gemv::hopper_takes(m, 28672, 8192));
+    CHECK(gemv::hopper_takes(m, 8192, 28672));
+    CHECK(gemv::hopper_takes(m, 8192, 2048));
+    CHECK(gemv::hopper_takes(m, 4096, 8192));
+    CHECK(gemv::hopper_takes(m, 4096, 11008));
+    CHECK_FALSE(gemv::hopper_takes(m, 4096, 4096));
+    CHECK_FALSE(gemv::hopper_takes(m, 2048, 8192));
+    CHECK_FALSE(gemv::hopper_takes(m, 128, 512));
+  }
   // The block sizes a launch may set (GemvLaunch::rows, bench --gemm-rows), and the shapes both GEMMs take.
   for (int64_t rows : {48, 64, 144, 176, 256}) CHECK(gemv::hopper_rows_exist(rows));
   for (int64_t rows : {-16, 0, 32, 100, 257, 272}) CHECK_FALSE(gemv::hopper_rows_exist(rows));

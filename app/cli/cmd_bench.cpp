@@ -82,10 +82,10 @@ void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
     }
   }
   if (!any) {
-    throw UserError(
-        "--gemm-rows applies to the gemm/w4a16-ft cases (int4, N a multiple of 128, group 64 or 128) from 65 "
-        "rows of X, and none is selected: add --kernel 'gemm/*', --batch with a size over 64 and such a "
-        "--shape");
+    throw UserError(fmt::format(
+        "--gemm-rows applies to the gemm/w4a16-ft cases (int4, N a multiple of 128, group 64 or 128) {}, and "
+        "none is selected: add --kernel 'gemm/*', --batch with such a size and such a --shape",
+        gemm_rows_where()));
   }
 }
 
@@ -148,8 +148,8 @@ void add_bench(CLI::App& app) {
       "--gemm-rows", o->gemm_rows,
       fmt::format(
           "Rows of X a block of the Hopper GEMM (compute capability 9.0), a multiple of {} from {} to {}, "
-          "for the gemm/w4a16-ft cases from 65 rows (default: the launcher's choice)",
-          gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows));
+          "for the gemm/w4a16-ft cases {} (default: the launcher's choice)",
+          gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows, gemm_rows_where()));
   cmd->add_flag("--ring", o->ring,
                 "Time each gemv/w4a16-ft case of 2 to 16 rows a second time on the copy-engine ring that the "
                 "walk replaced (compute capability 9.0), its shape marked 'ring'");

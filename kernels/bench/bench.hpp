@@ -46,8 +46,8 @@ struct BenchCase {
   std::string kernel_name() const;
   std::string shape_name() const;  // e.g. "8192x8192 g128", "M=1 28672x8192 g128"
   // Whether gemm_rows applies: a case the Hopper GEMM runs on compute capability 9.0 (int4 in the
-  // mixed-GEMM layout, fast or naive, whole 128-channel tiles, groups of whole 64-row tiles, from 65
-  // rows of X).
+  // mixed-GEMM layout, fast or naive, whole 128-channel tiles, groups of whole 64-row tiles, the rows
+  // of X gemm_rows_where names).
   bool takes_gemm_rows() const;
   // Whether ring applies: a case the walk of 2 to 16 rows runs on compute capability 9.0 (int4 in the
   // mixed-GEMM layout, fast or naive, gemv::walk16_takes).
@@ -88,6 +88,10 @@ struct BenchStats {
   double q1_s = 0, q3_s = 0;  // first and third quartiles: noise = (q3 - q1) / median
 };
 BenchStats summarize(std::vector<double> seconds);
+
+// The rows of X from which the Hopper GEMM runs (gemv::hopper_takes), as a phrase for messages:
+// "from 65 rows of X, and from 33 where ...".
+std::string gemm_rows_where();
 
 struct BenchRow {
   BenchCase c;

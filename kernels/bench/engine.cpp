@@ -90,7 +90,14 @@ std::string BenchCase::kernel_name() const {
 bool BenchCase::takes_gemm_rows() const {
   return kind == BenchKind::Gemv && layout == quant::Layout::Ft && scheme == quant::Scheme::Int4Sym &&
          (path == gemv::Path::Fast || path == gemv::Path::Naive) && gemv::wide_shape_fits(n, k, group) &&
-         gemv::hopper_takes(m);
+         gemv::hopper_takes(m, n, k);
+}
+
+std::string gemm_rows_where() {
+  return fmt::format(
+      "from {} rows of X, and from {} where N is at least {}, or at least {} with K at least {}",
+      gemv::kWideRows + 1, gemv::kHopperLargeFromRows, gemv::kHopperWideN, gemv::kHopperMidN,
+      gemv::kHopperMidK);
 }
 
 bool BenchCase::takes_ring() const {

@@ -2283,7 +2283,7 @@ std::string launch_wide(const GemvLaunch& L, const Workspace& ws, bool wait) {
 template <bool NAIVE>
 std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
 #if DQL_HOPPER_GEMM
-  if (wide_fits(L) && L.cc == 90 && gemv::hopper_takes(L.p.m)) {
+  if (wide_fits(L) && L.cc == 90 && gemv::hopper_takes(L.p.m, L.w.n, L.w.k)) {
     // Where the copy engine's maps cannot be made (no encoder in the driver; gemv_run has refused
     // operands that are not 16-byte aligned), the mma.sync GEMM.
     if (auto e = io::launch_hopper_gemm(ft_io(L, ws), L.p.dtype, NAIVE, L.sms, L.rows, wait)) return *e;

@@ -595,7 +595,10 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
   // 16384 x 4096 at 8, two; 4096 x 28672 at 1 and 8 rows, seven). On compute capability 9.0 from 2^24
   // weights the rows from 2 to 16 of int4 take the walk instead (8192 x 8192 at 4 and 9 to 16 rows), so
   // the ring's cases at 4 and 8 rows are asked with bf16 outputs and the walk left out
-  // (GemvLaunch::no_walk, every bf16 run here). From 65 rows on
+  // (GemvLaunch::no_walk, every bf16 run here). From 33 rows on large matrices (gemv::hopper_takes) the
+  // Hopper GEMM's runs meet in the workspace: 8192 x 8192 at 48 rows and 8192 x 2048 at 33 and 64 (64 tiles
+  // of 48 and 64 rows, K in four runs), 4096 x 8192 at 40 (bf16, groups of 64: 32 tiles, eight runs); 4096 x
+  // 4096 at 48 stays on the ring of eight token tiles. From 65 rows on
   // compute capability 9.0 the Hopper GEMM cuts K into four runs that meet in the workspace at 4096 x 4096
   // with 72 rows (64 tiles of 48 rows), fp16 and bf16, and into two at 200 rows (128 tiles of 64); 17024 x
   // 6144 at 72 rows takes 80-row blocks (133 tiles, the whole K each), and 17152 x 6144 (134 tiles) blocks of
@@ -635,6 +638,8 @@ TEST_CASE("gemv: one workspace serves call after call (the kernels leave its sum
       {8192, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1, 8}, OutType::BF16},
       {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {1}},
       {4096, 28672, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {8}, OutType::BF16},
+      {8192, 2048, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {33, 64}},
+      {4096, 8192, {quant::Scheme::Int4Sym, quant::Layout::Ft, 64}, {40}, OutType::BF16},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72, 200}},
       {4096, 4096, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}, OutType::BF16},
       {17024, 6144, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, {72}},
@@ -840,7 +845,8 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
       const bool ft = c.spec.layout == Layout::Ft;
       const bool gemm = ft && c.spec.scheme == Scheme::Int4Sym && c.path == gemv::Path::Fast;
       std::vector<int64_t> ms = {1, 3, 8, 9, 16};
-      // 17-64 rows: the copy-engine form's 4 or 8 token tiles; 72 and 256: the GEMM (on compute
+      // 17-64 rows: the copy-engine form's 4 or 8 token tiles (these matrices are too small for the
+      // Hopper GEMM below 65 rows; "one workspace" runs it at 33-64); 72 and 256: the GEMM (on compute
       // capability 9.0 the Hopper GEMM, two blocks of 48 rows at 72 and four of 64 at 256, K in four
       // runs that meet in the workspace at 256 x 2048; the mma.sync GEMM elsewhere).
       if (gemm) ms.insert(ms.end(), {17, 32, 40, 64, 72, 256});

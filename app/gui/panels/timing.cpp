@@ -302,10 +302,11 @@ void start(State& s, Model& m) {
           "the launcher's choice",
           s.gemm_rows, gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows);
     } else if (!any) {
-      s.error =
+      s.error = fmt::format(
           "GEMM rows a block applies to the gemm/w4a16-ft kernels (int4, N a multiple of 128, group 64 "
-          "or 128) from 65 rows of X, and none is chosen: tick gemm/w4a16-ft-fp16, add rows of X over 64 "
-          "and such a shape, or set it to 0";
+          "or 128) {}, and none is chosen: tick gemm/w4a16-ft-fp16, add such rows of X and such a shape, "
+          "or set it to 0",
+          gemm_rows_where());
     } else if (!s.hopper) {
       s.error = fmt::format(
           "GEMM rows a block sets the blocks of the Hopper GEMM, which runs on compute capability 9.0 GPUs, "
@@ -477,10 +478,12 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::InputInt("GEMM rows a block", &s.gemm_rows, kStep, 4 * kStep);
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+      static const std::string where = gemm_rows_where();
       ImGui::SetTooltip(
-          "The rows of X a block of the Hopper GEMM takes (gemm/w4a16-ft, from 65 rows of X): a multiple of "
+          "The rows of X a block of the Hopper GEMM takes (gemm/w4a16-ft, %s): a multiple of "
           "%d from %d to %d, or 0 for the launcher's choice.%s",
-          kStep, static_cast<int>(gemv::kHopperLeastRows), static_cast<int>(gemv::kHopperLoneRows),
+          where.c_str(), kStep, static_cast<int>(gemv::kHopperLeastRows),
+          static_cast<int>(gemv::kHopperLoneRows),
           s.hopper ? "" : "\nCompute capability 9.0 GPUs only: this backend has no Hopper GEMM.");
     }
     ImGui::BeginDisabled(!s.hopper && !s.ring);
