@@ -321,6 +321,14 @@ TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear 
   const std::string cpu =
       refused("bench --backend cpu --shape 128x512 --kernel 'gemm/w4a16-ft*' --batch 72 --gemm-rows 64");
   CHECK(cpu.find("compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);
+  // 33-64 rows: the Hopper GEMM takes large matrices only (gemv::hopper_takes), and the sentence says so.
+  const std::string small_gemm =
+      refused("bench --backend cpu --shape 4096x4096 --kernel 'gemm/w4a16-ft*' --batch 40 --gemm-rows 64");
+  CHECK(small_gemm.find("none is selected") != std::string::npos);
+  CHECK(small_gemm.find("from 65 rows of X, and from 33 where N is at least 8192, or at least 4096 with K at "
+                        "least 8192") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 8192x2048 --kernel 'gemm/w4a16-ft*' --batch 40 --gemm-rows 64")
+            .find("compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);
   // --ring: the walk's cases a second time on the ring, refused where no case is the walk's or the
   // backend has neither.
   const std::string small =

@@ -177,6 +177,13 @@ TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cann
         "launcher's choice"},
        {gemm + "timing.shapes=64x512;timing.gemm-rows=64", "and none is chosen"},
        {gemm + "timing.shapes=128x512;timing.gemm-rows=64",
+        "which runs on compute capability 9.0 GPUs, and this view times on CPU twin"},
+       // 33-64 rows: large matrices only.
+       {"timing.kernels=gemm/w4a16-ft-fp16;timing.batch=40;timing.timeout=0.1;timing.shapes=4096x4096;"
+        "timing.gemm-rows=64",
+        "from 33 where N is at least 8192, or at least 4096 with K at least 8192, and none is chosen"},
+       {"timing.kernels=gemm/w4a16-ft-fp16;timing.batch=40;timing.timeout=0.1;timing.shapes=8192x2048;"
+        "timing.gemm-rows=64",
         "which runs on compute capability 9.0 GPUs, and this view times on CPU twin"}},
       tmp("bench-gemm-rows.json"));
 }
