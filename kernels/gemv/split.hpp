@@ -159,13 +159,13 @@ constexpr int64_t kHopperPairLeastRun = 32;
 // Where it takes over on compute capability 9.0: from 65 rows of X, and from 33 on large matrices: N
 // of at least kHopperWideN channels, or of kHopperMidN with K of at least kHopperMidK. At 65-128 rows of
 // 28672x8192 it measured 1.53-1.87x faster than the passes of 64 rows, where the mma.sync GEMM does not
-// take over (notes/performance.md, h1). At 33-64 rows (blocks of 48 or 64 rows, a tile of each 128
+// take over (notes/performance.md, h1). At 33-64 rows (blocks of 48 or 64 rows, one tile for each 128
 // channels, K cut into runs where the tiles leave places idle) against the copy-engine form of eight
-// token tiles, H200, fp16 and bf16: 1.36-1.77x on 28672x8192, 8192x28672, 8192x8192 and 14336x4096,
-// 1.12-1.50x on 8192x4096, 11008x4096, 8192x2048, 5120x13824, 4096x14336 and 4096x11008, 1.02-1.23x on
+// token tiles, H200, fp16 and bf16: 1.36-1.77x on 28672x8192, 8192x28672, 8192x8192, 14336x4096 and
+// 11008x4096, 1.11-1.50x on 8192x4096, 8192x2048, 5120x13824, 4096x14336 and 4096x11008, 1.02-1.23x on
 // 4096x8192; but 0.85-1.03x on 4096x4096 (K in 8 runs of 8 tiles) and 0.59-0.78x on 2048x8192 (16
 // runs of 8), whose runs' start and meeting cost more than the product (notes/performance.md,
-// sixtieth session). From 17 to 32 rows the four-tile form stays: the GEMM measured 0.90-1.17x there.
+// sixtieth session). From 17 to 32 rows the four-tile form stays: the GEMM measured 0.38-1.17x there.
 constexpr int64_t kHopperLargeFromRows = 33;
 constexpr int64_t kHopperWideN = 8192;
 constexpr int64_t kHopperMidN = 4096;
