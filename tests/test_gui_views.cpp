@@ -171,6 +171,7 @@ TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cann
   // As bench --gemm-rows: a size the Hopper GEMM lacks, no case it runs, or a backend without it
   // (these tests run on the CPU twin), each refused before anything is timed.
   const std::string gemm = "timing.kernels=gemm/w4a16-ft-fp16;timing.batch=72;timing.timeout=0.1;";
+  const std::string gemm40 = "timing.kernels=gemm/w4a16-ft-fp16;timing.batch=40;timing.timeout=0.1;";
   check_refused_before_timing(
       {{gemm + "timing.shapes=128x512;timing.gemm-rows=100",
         "GEMM rows a block 100 is not supported: use a multiple of 16 from 48 to 256, or 0 for the "
@@ -179,11 +180,9 @@ TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cann
        {gemm + "timing.shapes=128x512;timing.gemm-rows=64",
         "which runs on compute capability 9.0 GPUs, and this view times on CPU twin"},
        // 33-64 rows: large matrices only.
-       {"timing.kernels=gemm/w4a16-ft-fp16;timing.batch=40;timing.timeout=0.1;timing.shapes=4096x4096;"
-        "timing.gemm-rows=64",
+       {gemm40 + "timing.shapes=4096x4096;timing.gemm-rows=64",
         "from 33 where N is at least 8192, or at least 4096 with K at least 8192, and none is chosen"},
-       {"timing.kernels=gemm/w4a16-ft-fp16;timing.batch=40;timing.timeout=0.1;timing.shapes=8192x2048;"
-        "timing.gemm-rows=64",
+       {gemm40 + "timing.shapes=8192x2048;timing.gemm-rows=64",
         "which runs on compute capability 9.0 GPUs, and this view times on CPU twin"}},
       tmp("bench-gemm-rows.json"));
 }
