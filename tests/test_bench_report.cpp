@@ -96,7 +96,9 @@ TEST_CASE("bench cases: the ring beside the walk applies to the walk's cases, an
   };
   CHECK(with([](BenchCase& d) { d.m = 2; }));
   CHECK_FALSE(with([](BenchCase& d) { d.m = 1; }));   // the one-row kernel
-  CHECK_FALSE(with([](BenchCase& d) { d.m = 17; }));  // beyond the walk
+  CHECK(with([](BenchCase& d) { d.m = 17; }));        // two token tiles
+  CHECK(with([](BenchCase& d) { d.m = 32; }));
+  CHECK_FALSE(with([](BenchCase& d) { d.m = 33; }));  // beyond the walk
   CHECK(with([](BenchCase& d) { d.path = gemv::Path::Naive; }));
   CHECK(with([](BenchCase& d) { d.dtype = recipes::OutType::BF16; }));
   CHECK(with([](BenchCase& d) { d.group = 64; }));

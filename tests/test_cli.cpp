@@ -333,7 +333,7 @@ TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear 
   // backend has neither.
   const std::string small =
       refused("bench --backend cpu --shape 64x512 --kernel 'gemv/w4a16-ft*' --batch 16 --ring");
-  CHECK(small.find("--ring applies to the gemv/w4a16-ft cases the walk runs") != std::string::npos);
+  CHECK(small.find("--ring applies to the w4a16-ft cases the walk runs") != std::string::npos);
   CHECK(small.find("none is selected") != std::string::npos);
   CHECK(refused("bench --backend cpu --shape 4096x4096 --kernel 'gemv/w4a16-ft*' --batch 1 --ring")
             .find("none is selected") != std::string::npos);
@@ -341,6 +341,12 @@ TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear 
             .find("none is selected") != std::string::npos);
   CHECK(refused("bench --backend cpu --shape 4096x4096 --kernel 'gemv/w4a16-ft-fp16' --batch 16 --ring")
             .find("run on compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);
+  // From 17 to 32 rows (the gemm/ names) the walk's two token tiles: the ring applies, and only the backend
+  // is refused; from 33 it does not.
+  CHECK(refused("bench --backend cpu --shape 4096x4096 --kernel 'gemm/w4a16-ft-fp16' --batch 17,32 --ring")
+            .find("run on compute capability 9.0 GPUs; this run's backend is cpu") != std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 4096x4096 --kernel 'gemm/w4a16-ft-fp16' --batch 33 --ring")
+            .find("none is selected") != std::string::npos);
 }
 
 TEST_CASE("bench --dtype: bf16 GEMV rows beside fp16, each over its own cuBLAS, and a clear refusal") {

@@ -846,10 +846,11 @@ TEST_CASE("gemv split: one row of int4 on the lane form, warps a block and range
   }
 }
 
-TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 2 to 16 rows") {
-  // The goal shapes and those of the GPU case, from 3 to 16 rows, groups of 64, 128 and whole K, on
-  // compute capability 9.0.
-  for (const int64_t m : {3, 5, 8, 9, 12, 16}) {
+TEST_CASE("gemv split: where the walk fed by the copy engine takes 2 to 32 rows") {
+  // The goal shapes and those of the GPU case, from 3 to 32 rows (one token tile to 16, two from 17),
+  // groups of 64, 128 and whole K, on compute capability 9.0.
+  for (const int64_t m : {3, 5, 8, 9, 12, 16, 17, 24, 32}) {
+    CHECK(gemv::walk_token_tiles(m) == (m <= 16 ? 1 : 2));
     CHECK(gemv::walk16_takes(90, m, 28672, 8192, 128));
     CHECK(gemv::walk16_takes(90, m, 8192, 28672, 64));
     CHECK(gemv::walk16_takes(90, m, 4096, 4096, 4096));  // 2^24 weights: the least it takes
@@ -862,10 +863,11 @@ TEST_CASE("gemv split: where the sixteen-row walk fed by the copy engine takes 2
   CHECK(gemv::walk16_takes(90, 2, 6144, 11008, 64));
   CHECK_FALSE(gemv::walk16_takes(90, 2, 4096, 4096, 128));
   CHECK_FALSE(gemv::walk16_takes(90, 2, 4096, 8192 - 128, 128));
-  // One row (the lane form), more than 16, before Hopper, on smaller matrices (2048x2048 ran
+  // One row (the lane form), more than 32, before Hopper, on smaller matrices (2048x2048 ran
   // 0.97-1.00x the ring at 9-16 rows), and where its blocks or steps would not fit the matrix.
   CHECK_FALSE(gemv::walk16_takes(90, 1, 28672, 8192, 128));
-  CHECK_FALSE(gemv::walk16_takes(90, 17, 28672, 8192, 128));
+  CHECK_FALSE(gemv::walk16_takes(90, 33, 28672, 8192, 128));
+  CHECK_FALSE(gemv::walk16_takes(90, 32, 2048, 2048, 128));
   CHECK_FALSE(gemv::walk16_takes(89, 16, 28672, 8192, 128));
   CHECK_FALSE(gemv::walk16_takes(90, 16, 2048, 2048, 128));
   CHECK_FALSE(gemv::walk16_takes(90, 16, 4096, 4096 - 128, 128));

@@ -191,11 +191,16 @@ TEST_CASE("timing view: the ring beside the walk, refused with a sentence where 
   // As bench --ring: no case the walk runs, or a backend without the walk (these tests run on the CPU
   // twin), each refused before anything is timed.
   const std::string ring = "timing.kernels=gemv/w4a16-ft-fp16;timing.timeout=0.1;timing.ring=1;";
+  const std::string gemm_ring = "timing.kernels=gemm/w4a16-ft-fp16;timing.timeout=0.1;timing.ring=1;";
   check_refused_before_timing(
       {{ring + "timing.shapes=64x512;timing.batch=16", "and none is chosen"},
        {ring + "timing.shapes=4096x4096;timing.batch=1", "and none is chosen"},
        {ring + "timing.shapes=4096x4096;timing.batch=16",
-        "two forms that run on compute capability 9.0 GPUs, and this view times on CPU twin"}},
+        "two forms that run on compute capability 9.0 GPUs, and this view times on CPU twin"},
+       // 17 to 32 rows: the walk's two token tiles (gemm/ names); from 33 rows the walk does not run.
+       {gemm_ring + "timing.shapes=4096x4096;timing.batch=24",
+        "two forms that run on compute capability 9.0 GPUs, and this view times on CPU twin"},
+       {gemm_ring + "timing.shapes=4096x4096;timing.batch=33", "and none is chosen"}},
       tmp("bench-ring.json"));
 }
 

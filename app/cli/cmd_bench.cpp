@@ -89,15 +89,16 @@ void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
   }
 }
 
-// --ring: each case the walk of 2 to 16 rows runs (BenchCase::takes_ring) is timed a second time, right
+// --ring: each case the walk of 2 to 32 rows runs (BenchCase::takes_ring) is timed a second time, right
 // after it, on the copy-engine ring the walk replaced.
 std::vector<BenchCase> add_ring(const std::vector<BenchCase>& cases) {
   std::vector<BenchCase> out = with_ring_twins(cases);
   if (out.size() == cases.size()) {
     throw UserError(
-        "--ring applies to the gemv/w4a16-ft cases the walk runs: int4, 2 to 16 rows of X (3 to 16 below "
-        "2^25 weights), N and K multiples of 128, group 64 or a multiple of 128 that divides K, at least "
-        "2^24 weights; none is selected: add --kernel 'gemv/w4a16-ft*', --batch 2 to 16 and such a --shape");
+        "--ring applies to the w4a16-ft cases the walk runs (gemv/ up to 16 rows, gemm/ from 17): int4, 2 to "
+        "32 rows of X (3 to 32 below 2^25 weights), N and K multiples of 128, group 64 or a multiple of 128 "
+        "that divides K, at least 2^24 weights; none is selected: add --kernel 'gem?/w4a16-ft*', --batch 2 "
+        "to 32 and such a --shape");
   }
   return out;
 }
@@ -150,9 +151,10 @@ void add_bench(CLI::App& app) {
           "Rows of X a block of the Hopper GEMM (compute capability 9.0), a multiple of {} from {} to {}, "
           "for the gemm/w4a16-ft cases {} (default: the launcher's choice)",
           gemv::kHopperRowStep, gemv::kHopperLeastRows, gemv::kHopperLoneRows, gemm_rows_where()));
-  cmd->add_flag("--ring", o->ring,
-                "Time each gemv/w4a16-ft case of 2 to 16 rows a second time on the copy-engine ring that the "
-                "walk replaced (compute capability 9.0), its shape marked 'ring'");
+  cmd->add_flag(
+      "--ring", o->ring,
+      "Time each w4a16-ft case of 2 to 32 rows (gemv/, gemm/ from 17) a second time on the copy-engine "
+      "ring that the walk replaced (compute capability 9.0), its shape marked 'ring'");
   auto* c = cmd->add_flag("--cold", o->cold, "Flush the L2 before every sample (the default)");
   auto* w = cmd->add_flag("--warm", o->warm, "Keep the L2 warm between samples");
   c->excludes(w);

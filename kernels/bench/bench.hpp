@@ -38,7 +38,7 @@ struct BenchCase {
   recipes::OutType dtype = recipes::OutType::F16;
   int gemm_rows = 0;  // the Hopper GEMM's rows of X a block (cuda::GemvLaunch::rows), 0 for the
                       // launcher's choice: the tiling an expert may try on their own device
-  bool ring = false;  // the copy-engine ring where the walk of 2 to 16 rows would run
+  bool ring = false;  // the copy-engine ring where the walk of 2 to 32 rows would run
                       // (cuda::GemvLaunch::no_walk): what the walk buys, measured in the same run
 
   // e.g. "dequant/awq-int4-fp16", "quant/int4-sym", "permute/int4-fwd", "gemv/w4a16-ft-fp16",
@@ -49,7 +49,7 @@ struct BenchCase {
   // mixed-GEMM layout, fast or naive, whole 128-channel tiles, groups of whole 64-row tiles, the rows
   // of X gemm_rows_where names).
   bool takes_gemm_rows() const;
-  // Whether ring applies: a case the walk of 2 to 16 rows runs on compute capability 9.0 (int4 in the
+  // Whether ring applies: a case the walk of 2 to 32 rows runs on compute capability 9.0 (int4 in the
   // mixed-GEMM layout, fast or naive, gemv::walk16_takes).
   bool takes_ring() const;
   double bytes() const;  // every input byte read once plus every output byte written once

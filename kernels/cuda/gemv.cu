@@ -131,8 +131,9 @@ int64_t staged_x_halves(int64_t k) { return k + 8 * (k / 64 + 1); }
 // sixteen-row walk may run, from 2 rows (its fragments for 16 tokens and its constants, 17 K halves,
 // fit in 16 rows of staged_x_halves).
 int64_t staged_x_rows(int64_t m) {
-  static_assert(gemv::kWalkRows == 16, "the walk's X and constants fit 16 staged rows");
-  return std::min<int64_t>(m >= gemv::kWalkLeastRows ? std::max<int64_t>(m, gemv::kWalkRows) : m, 64);
+  static_assert(gemv::kWalkRows == 16, "the walk's X and constants fit 16 staged rows a token tile");
+  const int64_t walk_rows = gemv::kWalkRows * gemv::walk_token_tiles(m);
+  return std::min<int64_t>(m >= gemv::kWalkLeastRows ? std::max<int64_t>(m, walk_rows) : m, 64);
 }
 
 Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
@@ -1576,20 +1577,21 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
   }
 }
 
-// ---- W4A16 at 2 to 16 rows of X on compute capability 9.0: the copy engine feeds warps that own ----
+// ---- W4A16 at 2 to 32 rows of X on compute capability 9.0: the copy engine feeds warps that own ----
 // ---- channels and walk K                                                                        ----
 //
 // A block of kWalkWarps warps owns ranges of 128 channels (32 column groups of the mixed-GEMM layout);
 // one more warp keeps a ring of stages full by the copy engine. A stage is SPS steps of 128 rows of K
 // of a range (WalkShape): the weights as one box of a 3D tensor map (a column group's 64-row tile is 128
 // bytes; rows of shared memory run [tile][column group], in the 128-byte swizzle), X as the A fragments
-// walk_x_kernel laid out for each step (4 KB: one 16-byte read a lane a fragment, the same for every
-// warp), the tokens' constants and the steps' scale rows. Warp w owns n-tiles 4 w .. 4 w + 3 (8
-// channels each; X is the A operand of mma.m16n8k16 with the 16 tokens as rows, the weights the B
-// operand) and keeps their sums in registers from step to step. Lane l gives ldmatrix.x4 the address of
-// matrix l / 8 (tile, half), row l % 8 (channel): lane (g, q) then holds word q of the four 16-byte
-// pieces of its channel g, whose rows of K depend on q only, as the mma needs; the two column groups of
-// an n-tile are neighbouring rows, so the swizzle puts the eight rows of a matrix in distinct banks. The
+// walk_x_kernel laid out for each step (4 KB a token tile: one 16-byte read a lane a fragment, the same for
+// every warp), the tokens' constants and the steps' scale rows. Warp w owns n-tiles 4 w .. 4 w + 3 (8
+// channels each; X is the A operand of mma.m16n8k16 with a tile's 16 tokens as rows, the weights the B
+// operand) and keeps their sums in registers from step to step. From 17 rows X comes in two token tiles
+// and each weight register goes into the products of both (WalkShape's MT). Lane l gives ldmatrix.x4 the
+// address of matrix l / 8 (tile, half), row l % 8 (channel): lane (g, q) then holds word q of the four
+// 16-byte pieces of its channel g, whose rows of K depend on q only, as the mma needs; the two column groups
+// of an n-tile are neighbouring rows, so the swizzle puts the eight rows of a matrix in distinct banks. The
 // words enter the mma unbiased (1024 + n from the low nibbles, 1024 + 16 n from the high ones, by one
 // LOP3 each; NAIVE: the same values by one integer-to-half conversion an element); X carries the high
 // pairs divided by 16, and each 64-row tile's sums start from minus its tokens' constant, so they come
@@ -1617,14 +1619,23 @@ constexpr int kWalkThreads = (kWalkWarps + 1) * 32;
 //   goal shapes: kept on SPS = 1), 1.01-1.02x at 8192x8192. Two stages of three or four blocks, four
 //   stages of two, four steps a stage, and a form that took a range's odd last step in the same kernel
 //   were 1-5% slower (notes/performance.md, fifty-fourth session).
-template <int SPS>
+// MT: token tiles of 16 rows (gemv::walk_token_tiles: two from 17 rows of X). A step's X and constants are
+// MT times as large, and each weight register goes into MT products. Two tiles take two blocks a
+// multiprocessor whatever SPS: held to three with one step a stage (128 registers), ptxas spilled 56-144
+// bytes and the walk ran 1.07-1.29x slower at 17-32 rows on the H200; bf16's two steps a stage keep two
+// blocks (168 registers; with one block, 204-255, it was 1.05x slower). Against the ring of four token
+// tiles it replaced, 17-32 rows, H200, fp16: 28672x8192 1.19-1.24x, 8192x28672 1.19-1.41x, 8192x8192
+// 1.22-1.40x, 4096x4096 1.39-1.55x; bf16 1.19-1.53x (notes/performance.md, sixty-first session).
+template <int SPS, int MT>
 struct WalkShape {
   static_assert(SPS == 1 || SPS == 2, "one or two steps a stage");
+  static_assert(MT == 1 || MT == 2, "one or two token tiles");
   static constexpr int kStages = SPS == 1 ? 4 : 3;
-  static constexpr int kBlocksPerSm = SPS == 1 ? 3 : 2;
+  static constexpr int kBlocksPerSm = SPS == 1 && MT == 1 ? 3 : 2;
   static constexpr int kW1 = kWalkGroups * 256;    // a step's weights: two 64-row tiles a column group
-  static constexpr int kX1 = 4096;                 // 8 A fragments x 32 lanes x 16 bytes
-  static constexpr int kC1 = 256;                  // minus the constants: 2 tiles x 8 lanes x float4
+  static constexpr int kXT = 4096;                 // a token tile's: 8 A fragments x 32 lanes x 16 bytes
+  static constexpr int kCT = 256;                  // minus its constants: 2 tiles x 8 lanes x float4
+  static constexpr int kX1 = MT * kXT, kC1 = MT * kCT;
   static constexpr int kS1 = 2 * kWalkGroups * 8;  // one or two scale rows of the range's channels
   static constexpr int kW = SPS * kW1, kX = SPS * kX1, kC = SPS * kC1, kS = SPS * kS1;
   static constexpr int kStage = (kW + kX + kC + kS + 1023) / 1024 * 1024;
@@ -1645,7 +1656,8 @@ struct WalkArgs : FtIo {
   int units;         // ranges x stages a range
 };
 
-// X laid out for the walk, a block a step of 128 rows, a thread an A fragment: warp f = 2 j + h2, lane
+// X laid out for the walk, a block a step of 128 rows and a token tile of 16 (blockIdx.y; a step's tiles
+// follow one another in xs and c4), a thread an A fragment: warp f = 2 j + h2, lane
 // (g, q). Word q of piece (tile j / 2, half j % 2) holds, in slots 2 h2 and 2 h2 + 4, the rows of the
 // mma's k slots 2q and 2q + 1, and in slots 2 h2 + 1 and 2 h2 + 5 (the high nibbles) those of k slots 2q
 // + 8 and 2q + 9; the fragment holds X of tokens g and g + 8 there (zeros past M), the high rows divided
@@ -1661,10 +1673,12 @@ __global__ void __launch_bounds__(256)
   constexpr int kPitch = 128 + 8;  // halves a token's row of the step (padded: the reads below spread)
   __shared__ __align__(16) uint16_t rows[16 * kPitch];
   __shared__ double part[8][16];
-  const int64_t step = blockIdx.x;
+  // blockIdx.y: the token tile (tokens 16 y .. 16 y + 15); the step's tiles are neighbours in xs and c4.
+  const int64_t step = blockIdx.x, tile = step * gridDim.y + blockIdx.y;
   {  // the step's X, 16 bytes a thread (zeros past M)
     const int tok = static_cast<int>(threadIdx.x) / 16, piece = static_cast<int>(threadIdx.x) % 16;
-    const uint4 v = tok < m ? __ldg(reinterpret_cast<const uint4*>(x + tok * k + step * 128) + piece)
+    const int64_t row = int64_t{blockIdx.y} * 16 + tok;
+    const uint4 v = row < m ? __ldg(reinterpret_cast<const uint4*>(x + row * k + step * 128) + piece)
                             : make_uint4(0u, 0u, 0u, 0u);
     *reinterpret_cast<uint4*>(rows + tok * kPitch + piece * 8) = v;
   }
@@ -1694,7 +1708,7 @@ __global__ void __launch_bounds__(256)
       }
     }
   }
-  xs[(step * 8 + f) * 32 + lane] = make_uint4(bits::pack16(v[0][0], v[0][1]), bits::pack16(v[1][0], v[1][1]),
+  xs[(tile * 8 + f) * 32 + lane] = make_uint4(bits::pack16(v[0][0], v[0][1]), bits::pack16(v[1][0], v[1][1]),
                                               bits::pack16(v[0][2], v[0][3]), bits::pack16(v[1][2], v[1][3]));
 #pragma unroll
   for (int t = 0; t < 2; ++t) {
@@ -1709,7 +1723,7 @@ __global__ void __launch_bounds__(256)
     if (whole_step && tl == 1) sum += part[0][tok] + part[1][tok] + part[2][tok] + part[3][tok];
     const float neg = -static_cast<float>(sum);
     // float4 (tokens gg, gg, gg + 8, gg + 8) of lane row gg = tok % 8
-    float* out = reinterpret_cast<float*>(c4 + (step * 2 + tl) * 8 + tok % 8) + 2 * (tok / 8);
+    float* out = reinterpret_cast<float*>(c4 + (tile * 2 + tl) * 8 + tok % 8) + 2 * (tok / 8);
     out[0] = neg;
     out[1] = neg;
   }
@@ -1765,11 +1779,11 @@ __device__ __forceinline__ uint32_t lds_u32(uint32_t p) {
 }
 
 // G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row.
-template <OutType T, bool NAIVE, bool G64, int SPS>
-__global__ void __launch_bounds__(kWalkThreads, 1)
+template <OutType T, bool NAIVE, bool G64, int SPS, int MT>
+__global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : WalkShape<SPS, MT>::kBlocksPerSm)
     ft_walk16_kernel(WalkArgs a, const __grid_constant__ CUtensorMap wmap) {
 #ifdef DQL_BULK_COPY
-  using S = WalkShape<SPS>;
+  using S = WalkShape<SPS, MT>;
   constexpr int kWalkStages = S::kStages;
   extern __shared__ __align__(128) unsigned char raw[];
   // 1024-byte aligned (the swizzle's pattern) by an offset from raw, so the compiler still knows the
@@ -1813,8 +1827,8 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
       const auto x_of = [&](int i) {  // its X fragments and constants
         const int slot = i % kWalkStages, step0 = (u0 + i) % units * SPS;
         unsigned char* st = smem + slot * S::kStage;
-        bulk_copy(st + S::kW, a.xs + int64_t{step0} * 256, S::kX, full + slot);
-        bulk_copy(st + S::kW + S::kX, a.c4 + int64_t{step0} * 16, S::kC, full + slot);
+        bulk_copy(st + S::kW, a.xs + int64_t{step0} * (MT * 256), S::kX, full + slot);
+        bulk_copy(st + S::kW + S::kX, a.c4 + int64_t{step0} * (MT * 16), S::kC, full + slot);
       };
       // A stage's X (from the L2, where walk_x_kernel left it) is asked for before its weights (from
       // memory), so that it does not wait behind them; in the first stages (as many as the ring holds) the
@@ -1853,7 +1867,7 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
     const int row = mt * kWalkGroups + 2 * (warp * kWalkTiles + t) + mi / 4;
     lm[t] = static_cast<uint32_t>(row * 128 + (((2 * (mi % 4) + mh) ^ (row & 7)) * 16));
   }
-  float acc[kWalkTiles][4] = {};
+  float acc[MT][kWalkTiles][4] = {};
   int range = u0 / units, left = units - (u0 - range * units);  // units of this range still to come
   for (int i = 0; i < n; ++i) {
     const int slot = i % kWalkStages;
@@ -1871,46 +1885,52 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
       uint32_t b[kWalkTiles][4];
 #pragma unroll
       for (int t = 0; t < kWalkTiles; ++t) ldmatrix_x4(b[t], wb + lm[t]);
-      float d[kRows][kWalkTiles][4];  // the sums start from minus the tokens' constants
-      if constexpr (kWholeStep) {     // the step's, in tile 1's place
-        const float4 c = lds_f4(cs + 16 * (8 + g));
+        // One token tile after the other, each through the step's weights (b, held) and into its sums:
+        // d then lives for one tile only.
 #pragma unroll
-        for (int t = 0; t < kWalkTiles; ++t)
-          d[0][t][0] = c.x, d[0][t][1] = c.y, d[0][t][2] = c.z, d[0][t][3] = c.w;
-      } else {
-        const float4 c0 = lds_f4(cs + 16 * g), c1 = lds_f4(cs + 16 * (8 + g));
+      for (int u = 0; u < MT; ++u) {
+        const uint32_t cu = cs + u * S::kCT, xu = xs + u * S::kXT;
+        float d[kRows][kWalkTiles][4];  // the sums start from minus the tokens' constants
+        if constexpr (kWholeStep) {     // the step's, in tile 1's place
+          const float4 c = lds_f4(cu + 16 * (8 + g));
 #pragma unroll
-        for (int t = 0; t < kWalkTiles; ++t) {
-          if constexpr (G64) {
-            d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
-            d[kRows - 1][t][0] = c1.x, d[kRows - 1][t][1] = c1.y, d[kRows - 1][t][2] = c1.z,
-                      d[kRows - 1][t][3] = c1.w;
-          } else {
-            d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
-            d[0][t][3] = c0.w + c1.w;
+          for (int t = 0; t < kWalkTiles; ++t)
+            d[0][t][0] = c.x, d[0][t][1] = c.y, d[0][t][2] = c.z, d[0][t][3] = c.w;
+        } else {
+          const float4 c0 = lds_f4(cu + 16 * g), c1 = lds_f4(cu + 16 * (8 + g));
+#pragma unroll
+          for (int t = 0; t < kWalkTiles; ++t) {
+            if constexpr (G64) {
+              d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
+              d[kRows - 1][t][0] = c1.x, d[kRows - 1][t][1] = c1.y, d[kRows - 1][t][2] = c1.z,
+                        d[kRows - 1][t][3] = c1.w;
+            } else {
+              d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
+              d[0][t][3] = c0.w + c1.w;
+            }
           }
         }
-      }
 #pragma unroll
-      for (int f = 0; f < 8; ++f) {
-        const uint4 xa = lds_v4(xs + 16 * (f * 32 + lane));
+        for (int f = 0; f < 8; ++f) {
+          const uint4 xa = lds_v4(xu + 16 * (f * 32 + lane));
+#pragma unroll
+          for (int t = 0; t < kWalkTiles; ++t) {
+            uint32_t lo, hi;
+            walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
+            wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
+          }
+        }
 #pragma unroll
         for (int t = 0; t < kWalkTiles; ++t) {
-          uint32_t lo, hi;
-          walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
-          wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
-        }
-      }
 #pragma unroll
-      for (int t = 0; t < kWalkTiles; ++t) {
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups + 4 * (warp * kWalkTiles + t) + q));
-          const float s0 = quant::half_to_f32(bits::lo16(sv)), s1 = quant::half_to_f32(bits::hi16(sv));
-          acc[t][0] = fmaf(d[r][t][0], s0, acc[t][0]);
-          acc[t][1] = fmaf(d[r][t][1], s1, acc[t][1]);
-          acc[t][2] = fmaf(d[r][t][2], s0, acc[t][2]);
-          acc[t][3] = fmaf(d[r][t][3], s1, acc[t][3]);
+          for (int r = 0; r < kRows; ++r) {
+            const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups + 4 * (warp * kWalkTiles + t) + q));
+            const float s0 = quant::half_to_f32(bits::lo16(sv)), s1 = quant::half_to_f32(bits::hi16(sv));
+            acc[u][t][0] = fmaf(d[r][t][0], s0, acc[u][t][0]);
+            acc[u][t][1] = fmaf(d[r][t][1], s1, acc[u][t][1]);
+            acc[u][t][2] = fmaf(d[r][t][2], s0, acc[u][t][2]);
+            acc[u][t][3] = fmaf(d[r][t][3], s1, acc[u][t][3]);
+          }
         }
       }
     }
@@ -1921,15 +1941,19 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
       // reductions needed lanes g and g ^ 1 to swap a value: 28672x8192 at 16 rows 40.2 -> 39.1-39.7
       // us on the H200 with the settling kernel below, notes/performance.md, forty-seventh session).
 #pragma unroll
-      for (int t = 0; t < kWalkTiles; ++t) {
-        const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
+      for (int u = 0; u < MT; ++u) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int64_t tok = g + 8 * h;
-          if (tok < a.m) red_add2(a.sums + RowMajorSums{}(a.out, tok, ch), acc[t][2 * h], acc[t][2 * h + 1]);
+        for (int t = 0; t < kWalkTiles; ++t) {
+          const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int64_t tok = 16 * u + g + 8 * h;
+            if (tok < a.m)
+              red_add2(a.sums + RowMajorSums{}(a.out, tok, ch), acc[u][t][2 * h], acc[u][t][2 * h + 1]);
+          }
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[u][t][e] = 0.0f;
         }
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[t][e] = 0.0f;
       }
       ++range;
       left = units;
@@ -1941,7 +1965,8 @@ __global__ void __launch_bounds__(kWalkThreads, 1)
 #endif
 }
 
-// The walk's outputs from the [M, N] workspace, a block 64 channels, a thread 4 channels of one token:
+// The walk's outputs from the [M, N] workspace, a block 64 channels of a token tile (blockIdx.y), a thread 4
+// channels of one token:
 // one 16-byte read, its 4 outputs as one 8-byte store (Y starts 8-byte aligned and N is a multiple of
 // 128), then the zeros. Launched as the walk's programmatic dependent; it waits for it at
 // griddepcontrol.wait. Against the [N, M] workspace turned round in shared memory, 2-byte outputs and
@@ -1955,7 +1980,10 @@ __global__ void __launch_bounds__(256) walk_settle_kernel(Out o, float* sums) {
   static_assert(static_cast<int>(gemv::kWalkRows) * kWalkSettleChannels / 4 == 256, "a thread 4 channels");
   static_assert(gemv::kWalkChannels % kWalkSettleChannels == 0, "a block's channels within a range");
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  const int tid = static_cast<int>(threadIdx.x), tok = tid / (kWalkSettleChannels / 4);
+  // blockIdx.y: the token tile
+  const int tid = static_cast<int>(threadIdx.x),
+            tok = static_cast<int>(blockIdx.y) * static_cast<int>(gemv::kWalkRows) +
+                  tid / (kWalkSettleChannels / 4);
   if (tok >= o.m) return;
   const int64_t ch = int64_t{blockIdx.x} * kWalkSettleChannels + 4 * (tid % (kWalkSettleChannels / 4));
   const int64_t at = RowMajorSums{}(o, tok, ch);  // Y is [M, N] too
@@ -1983,15 +2011,15 @@ bool walk_map(CUtensorMap* map, const GemvLaunch& L, int sps) {
                        CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
-template <OutType T, bool NAIVE, bool G64, int SPS>
+template <OutType T, bool NAIVE, bool G64, int SPS, int MT>
 std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
-  using S = WalkShape<SPS>;
-  const auto kernel = ft_walk16_kernel<T, NAIVE, G64, SPS>;
+  using S = WalkShape<SPS, MT>;
+  const auto kernel = ft_walk16_kernel<T, NAIVE, G64, SPS, MT>;
   static Fit fit;
   WalkArgs a{ft_io(L, ws), reinterpret_cast<const uint4*>(ws.xs),
-             reinterpret_cast<const float4*>(ws.xs + gemv::kWalkRows * L.w.k),
+             reinterpret_cast<const float4*>(ws.xs + MT * gemv::kWalkRows * L.w.k),
              static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep / SPS))};
-  walk_x_kernel<T><<<static_cast<unsigned>(L.w.k / gemv::kWalkStep), 256>>>(
+  walk_x_kernel<T><<<dim3(static_cast<unsigned>(L.w.k / gemv::kWalkStep), MT), 256>>>(
       a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>);
   // Held to S::kBlocksPerSm blocks a multiprocessor by unused shared memory.
   const size_t smem = std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(S::kBlocksPerSm, 0));
@@ -1999,26 +2027,33 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
       std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit, kernel, smem, kWalkThreads)} * L.sms);
   DependentLaunch walk(blocks, kWalkThreads, smem);
   if (const cudaError_t e = cudaLaunchKernelEx(&walk.cfg, kernel, a, wmap); e != cudaSuccess)
-    return std::string("the sixteen-row W4A16 walk failed on the GPU: ") + cudaGetErrorString(e);
+    return std::string("the W4A16 walk of 2 to 32 rows failed on the GPU: ") + cudaGetErrorString(e);
   // Its outputs by walk_settle_kernel, as its programmatic dependent (against the copy-engine ring's
   // settling kernel, 1.0-3.0 us less).
   DependentLaunch settle(a.n / kWalkSettleChannels, 256, 0);
+  settle.cfg.gridDim.y = MT;
   if (const cudaError_t e = cudaLaunchKernelEx(&settle.cfg, walk_settle_kernel<T>, a.out, a.sums);
       e != cudaSuccess)
-    return std::string("the sixteen-row walk's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
-  return status("the sixteen-row W4A16 walk (copy engine)", wait);
+    return std::string("the W4A16 walk's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
+  return status("the W4A16 walk of 2 to 32 rows (copy engine)", wait);
 }
 
+template <OutType T, bool NAIVE, int MT>
+std::string launch_walk16_t(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
+                            bool wait) {
+  if constexpr (T == OutType::BF16) {
+    if (sps == 2)
+      return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2, MT>(L, ws, wmap, wait)
+                             : launch_walk16_g<T, NAIVE, false, 2, MT>(L, ws, wmap, wait);
+  }
+  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 1, MT>(L, ws, wmap, wait)
+                         : launch_walk16_g<T, NAIVE, false, 1, MT>(L, ws, wmap, wait);
+}
 template <OutType T, bool NAIVE>
 std::string launch_walk16(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
                           bool wait) {
-  if constexpr (T == OutType::BF16) {
-    if (sps == 2)
-      return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2>(L, ws, wmap, wait)
-                             : launch_walk16_g<T, NAIVE, false, 2>(L, ws, wmap, wait);
-  }
-  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 1>(L, ws, wmap, wait)
-                         : launch_walk16_g<T, NAIVE, false, 1>(L, ws, wmap, wait);
+  return gemv::walk_token_tiles(L.p.m) == 2 ? launch_walk16_t<T, NAIVE, 2>(L, ws, wmap, sps, wait)
+                                            : launch_walk16_t<T, NAIVE, 1>(L, ws, wmap, sps, wait);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>
@@ -2032,7 +2067,7 @@ std::string launch_ft_nt(const GemvLaunch& L, const Workspace& ws, bool wait) {
   // workspace). bf16 X is scaled into fp16 a warp at a time (lane_x_bf16) and takes the same walk.
   if constexpr (BITS == 4) {
     if (m == 1) return launch_lane<T, NAIVE>(L, ws, wait);
-    // 2 to 16 rows: the walk fed by the copy engine where it applies (against the ring of one and two
+    // 2 to 32 rows: the walk fed by the copy engine where it applies (against the ring of one, two and four
     // token tiles below: gemv::walk16_takes).
     CUtensorMap wmap;
     const int sps = gemv::walk16_stage_steps(T == OutType::BF16, L.w.n, L.w.k);

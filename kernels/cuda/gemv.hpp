@@ -21,7 +21,7 @@ struct GemvLaunch {
   // choice. The tests set it to reach every block size on small matrices, `bench --gemm-rows` to try
   // the tiling on the user's device.
   int rows = 0;
-  // The copy-engine ring where the walk of 2 to 16 rows would run (gemv::walk16_takes): the tests reach
+  // The copy-engine ring where the walk of 2 to 32 rows would run (gemv::walk16_takes): the tests reach
   // the ring's cases on large matrices with it.
   bool no_walk = false;
 };

@@ -235,11 +235,14 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
   return hopper_fit(m, ktiles / pair_runs >= kHopperPairLeastRun ? kHopperPairRows : kWideRows);
 }
 
-// The walk of 2 to 16 rows of int4 fed by the copy engine (compute capability 9.0 and newer; fp16
+// The walk of 2 to 32 rows of int4 fed by the copy engine (compute capability 9.0 and newer; fp16
 // or bf16 X, the fast conversion and its naive twin): blocks of 128 channels, steps of 128 rows of K, groups
 // of 64 rows or of whole steps; the stream-K grid's units (ranges x steps) counted in 32 bits. X is
-// laid out for 16 tokens whatever M, so its time hardly depends on M. On the H200 against the
-// copy-engine ring (notes/performance.md, forty-fifth and forty-ninth sessions):
+// laid out in tiles of 16 tokens whatever M (one up to 16 rows, two from 17), so its time hardly depends on
+// M within a tile. On the H200 against the copy-engine ring (notes/performance.md, forty-fifth and
+// forty-ninth sessions; 17-32 rows against the ring's four token tiles, sixty-first session):
+// - 17-32 rows, from 2^24 weights: 28672x8192 1.19-1.24x, 8192x28672 1.19-1.41x, 8192x8192 1.22-1.40x,
+//   14336x4096 1.18-1.27x, 4096x14336 1.36-1.43x, 4096x4096 1.39-1.55x (fp16; bf16 1.19-1.53x).
 // - 9-16 rows, from 2^24 weights: 4096x4096 1.06-1.11x, 8192x8192 1.10-1.19x, 28672x8192 1.14-1.17x,
 //   8192x28672 1.21x; 2048x2048 0.97-1.00x.
 // - 3-8 rows: 28672x8192 1.05-1.16x, 8192x28672 1.04-1.18x, 8192x8192 1.03-1.16x, 14336x4096
@@ -252,13 +255,16 @@ inline int64_t hopper_rows(int64_t m, int64_t n, int64_t ktiles, int64_t sms) {
 // 0.92-1.00x on the others; one row of bf16 takes the lane form, X scaled into fp16.)
 constexpr int64_t kWalkChannels = 128;
 constexpr int64_t kWalkStep = 128;
-constexpr int64_t kWalkRows = 16;  // X is laid out for 16 tokens whatever M
+constexpr int64_t kWalkRows = 16;      // X is laid out in tiles of 16 tokens whatever M
+constexpr int64_t kWalkMostRows = 32;  // two token tiles
+// The walk's token tiles for M rows of X: one up to 16 rows, two from 17.
+constexpr int walk_token_tiles(int64_t m) { return m > kWalkRows ? 2 : 1; }
 constexpr int64_t kWalkLeastWeights = int64_t{1} << 24;
 constexpr int64_t kWalkLeastRows = 2;                     // from kWalkTwoRowWeights
 constexpr int64_t kWalkTwoRowWeights = int64_t{1} << 25;  // below: from 3 rows
 inline bool walk16_takes(int cc, int64_t m, int64_t n, int64_t k, int64_t group) {
   const int64_t least_rows = n * k >= kWalkTwoRowWeights ? kWalkLeastRows : kWalkLeastRows + 1;
-  return cc >= 90 && m >= least_rows && m <= 16 && n % kWalkChannels == 0 && k % kWalkStep == 0 &&
+  return cc >= 90 && m >= least_rows && m <= kWalkMostRows && n % kWalkChannels == 0 && k % kWalkStep == 0 &&
          group > 0 && (group == 64 || (group % kWalkStep == 0 && k % group == 0)) &&
          n * k >= kWalkLeastWeights && (n / kWalkChannels) * (k / kWalkStep) < (int64_t{1} << 31);
 }

@@ -516,8 +516,9 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   // outputs). On the whole device 4096 x 4096 takes the grids of split tiles; told it has 8
   // multiprocessors, the launcher gives the same shape the persistent grid (its runs cross tiles).
   // On compute capability 9.0 int4 from 3 rows takes the walk there (its shared memory the same at
-  // every M), and fp16's one row the lane form (ft_lane_kernel), so both types come again with the walk left
-  // out (GemvLaunch::no_walk): the ring at every M but fp16's one row.
+  // every M up to 16, another kernel with larger stages at 17 and 32), and fp16's one row the lane form
+  // (ft_lane_kernel), so both types come again with the walk left out (GemvLaunch::no_walk): the ring at
+  // every M but fp16's one row.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -529,7 +530,7 @@ TEST_CASE("gemv: the rows of X may shrink and grow again from call to call") {
   for (const OutType t : {OutType::F16, OutType::BF16}) {
     for (const bool no_walk : {false, true}) {
       for (const int sms : {prop.multiProcessorCount, 8}) {
-        for (const int64_t m : {8, 1, 8, 16, 9, 16, 2, 8}) {
+        for (const int64_t m : {8, 1, 8, 16, 9, 32, 17, 16, 2, 8}) {
           CAPTURE(t == OutType::BF16);
           CAPTURE(no_walk);
           CAPTURE(sms);
@@ -1097,9 +1098,9 @@ TEST_CASE("gemv: one row of bf16 X on the lane form, however large or small X is
   }
 }
 
-TEST_CASE("gemv: 2 to 16 rows of int4 on the walk fed by the copy engine, its runs crossing ranges") {
-  // From 2 to 16 rows of X and 2^24 weights (2 rows from 2^25), int4 weights take the walk (compute
-  // capability 9.0), fp16 and bf16 X, with X laid out for 16 tokens whatever M:
+TEST_CASE("gemv: 2 to 32 rows of int4 on the walk fed by the copy engine, its runs crossing ranges") {
+  // From 2 to 32 rows of X and 2^24 weights (2 rows from 2^25), int4 weights take the walk (compute
+  // capability 9.0), fp16 and bf16 X, with X laid out in tiles of 16 tokens whatever M (two from 17 rows):
   // blocks of 128 channels (ranges) and steps of 128 rows of K, a unit one step (bf16 X from 2^25
   // weights: two where K has an even number of steps), the units shared stream-K fashion, so a block's
   // run may start or end inside a range and cross into the next; its sums meet the others' in the
@@ -1111,7 +1112,8 @@ TEST_CASE("gemv: 2 to 16 rows of int4 on the walk fed by the copy engine, its ru
   // - 4096x4096: 32 ranges of 32 steps.
   // - 6144x11008: 48 ranges of 86 steps; bf16 2064 units of two steps, runs of 7-8; fp16 4128, 10-11.
   // Groups of 64 (each 64-row tile its own scale), 128 and one a channel; 2 (from 2^25 weights: 256x131072
-  // and 6144x11008), 3, 5, 8, 9, 12 and 16 rows (the tokens past M read zeros and only those below M meet);
+  // and 6144x11008), 3, 5, 8, 9, 12 and 16 rows, and 17, 24 and 32 in two token tiles (the tokens past M
+  // read zeros and only those below M meet);
   // an activation in the epilogue; the naive conversion beside the recipe's (the same operands: equal up to
   // the order in which the runs meet).
   auto gpu = open_gpu();
@@ -1124,7 +1126,7 @@ TEST_CASE("gemv: 2 to 16 rows of int4 on the walk fed by the copy engine, its ru
     for (const int group : {64, 128, static_cast<int>(k)}) {
       const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Sym, quant::Layout::Ft, group});
       for (const recipes::OutType t : {recipes::OutType::F16, recipes::OutType::BF16}) {
-        for (const int64_t m : {2, 3, 5, 8, 9, 12, 16}) {
+        for (const int64_t m : {2, 3, 5, 8, 9, 12, 16, 17, 24, 32}) {
           if (!gemv::walk16_takes(90, m, n, k, group)) continue;  // 2 rows of 2^24 weights: the ring
           gemv::Epilogue e;
           e.act = m == 9 ? gemv::Act::Silu : gemv::Act::None;

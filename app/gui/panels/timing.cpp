@@ -319,9 +319,10 @@ void start(State& s, Model& m) {
     cases = with_ring_twins(cases);
     if (cases.size() == chosen) {
       s.error =
-          "the ring beside the walk applies to the gemv/w4a16-ft kernels the walk runs (int4, 2 to 16 "
-          "rows of X, N and K multiples of 128, at least 2^24 weights), and none is chosen: tick "
-          "gemv/w4a16-ft-fp16, add rows of X from 2 to 16 and such a shape, or untick the ring";
+          "the ring beside the walk applies to the w4a16-ft kernels the walk runs (int4, 2 to 32 rows of "
+          "X, N and K multiples of 128, at least 2^24 weights), and none is chosen: tick "
+          "gemv/w4a16-ft-fp16 (or gemm/ from 17 rows), add rows of X from 2 to 32 and such a shape, or "
+          "untick the ring";
     } else if (!s.hopper) {
       s.error = fmt::format(
           "the ring beside the walk times two forms that run on compute capability 9.0 GPUs, and this view "
@@ -491,8 +492,8 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
       ImGui::SetTooltip(
-          "Times each gemv/w4a16-ft case of 2 to 16 rows of X a second time on the copy-engine ring that the "
-          "walk replaced, its shape marked 'ring'.%s",
+          "Times each w4a16-ft case of 2 to 32 rows of X (gemv/, gemm/ from 17) a second time on the\n"
+          "copy-engine ring that the walk replaced, its shape marked 'ring'.%s",
           s.hopper ? "" : "\nCompute capability 9.0 GPUs only: this backend runs neither.");
     }
     const char* groups[] = {"32", "64", "128"};
