@@ -95,8 +95,8 @@ TEST_CASE("bench cases: the ring beside the walk applies to the walk's cases, an
     return d.takes_ring();
   };
   CHECK(with([](BenchCase& d) { d.m = 2; }));
-  CHECK_FALSE(with([](BenchCase& d) { d.m = 1; }));   // the one-row kernel
-  CHECK(with([](BenchCase& d) { d.m = 17; }));        // two token tiles
+  CHECK_FALSE(with([](BenchCase& d) { d.m = 1; }));  // the one-row kernel
+  CHECK(with([](BenchCase& d) { d.m = 17; }));       // two token tiles
   CHECK(with([](BenchCase& d) { d.m = 32; }));
   CHECK_FALSE(with([](BenchCase& d) { d.m = 33; }));  // beyond the walk
   CHECK(with([](BenchCase& d) { d.path = gemv::Path::Naive; }));

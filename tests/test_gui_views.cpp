@@ -190,8 +190,9 @@ TEST_CASE("timing view: GEMM rows a block, refused with a sentence where it cann
 TEST_CASE("timing view: the ring beside the walk, refused with a sentence where it cannot apply") {
   // As bench --ring: no case the walk runs, or a backend without the walk (these tests run on the CPU
   // twin), each refused before anything is timed.
-  const std::string ring = "timing.kernels=gemv/w4a16-ft-fp16;timing.timeout=0.1;timing.ring=1;";
-  const std::string gemm_ring = "timing.kernels=gemm/w4a16-ft-fp16;timing.timeout=0.1;timing.ring=1;";
+  const std::string ring_on = "timing.timeout=0.1;timing.ring=1;";
+  const std::string ring = "timing.kernels=gemv/w4a16-ft-fp16;" + ring_on;
+  const std::string gemm_ring = "timing.kernels=gemm/w4a16-ft-fp16;" + ring_on;
   check_refused_before_timing(
       {{ring + "timing.shapes=64x512;timing.batch=16", "and none is chosen"},
        {ring + "timing.shapes=4096x4096;timing.batch=1", "and none is chosen"},

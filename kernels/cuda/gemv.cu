@@ -127,9 +127,9 @@ int64_t counter_count(const gemv::Weights& w, int64_t m) {
 // Halves a row of X takes re-laid for the copy-engine stages (units of at least 64 along K, each
 // padded by 8 halves).
 int64_t staged_x_halves(int64_t k) { return k + 8 * (k / 64 + 1); }
-// Rows of X the workspace holds re-laid: up to 64 (the copy-engine stages), and 16 wherever the
-// sixteen-row walk may run, from 2 rows (its fragments for 16 tokens and its constants, 17 K halves,
-// fit in 16 rows of staged_x_halves).
+// Rows of X the workspace holds re-laid: up to 64 (the copy-engine stages), and wherever the walk may run
+// from 2 rows, 16 a token tile (a tile's fragments for 16 tokens and its constants, 17 K halves, fit in 16
+// rows of staged_x_halves): 16 up to 16 rows, 32 from 17.
 int64_t staged_x_rows(int64_t m) {
   static_assert(gemv::kWalkRows == 16, "the walk's X and constants fit 16 staged rows a token tile");
   const int64_t walk_rows = gemv::kWalkRows * gemv::walk_token_tiles(m);
@@ -1632,9 +1632,9 @@ struct WalkShape {
   static_assert(MT == 1 || MT == 2, "one or two token tiles");
   static constexpr int kStages = SPS == 1 ? 4 : 3;
   static constexpr int kBlocksPerSm = SPS == 1 && MT == 1 ? 3 : 2;
-  static constexpr int kW1 = kWalkGroups * 256;    // a step's weights: two 64-row tiles a column group
-  static constexpr int kXT = 4096;                 // a token tile's: 8 A fragments x 32 lanes x 16 bytes
-  static constexpr int kCT = 256;                  // minus its constants: 2 tiles x 8 lanes x float4
+  static constexpr int kW1 = kWalkGroups * 256;  // a step's weights: two 64-row tiles a column group
+  static constexpr int kXT = 4096;               // a token tile's: 8 A fragments x 32 lanes x 16 bytes
+  static constexpr int kCT = 256;                // minus its constants: 2 tiles x 8 lanes x float4
   static constexpr int kX1 = MT * kXT, kC1 = MT * kCT;
   static constexpr int kS1 = 2 * kWalkGroups * 8;  // one or two scale rows of the range's channels
   static constexpr int kW = SPS * kW1, kX = SPS * kX1, kC = SPS * kC1, kS = SPS * kS1;
@@ -1827,8 +1827,8 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : WalkShape<SPS, MT>
       const auto x_of = [&](int i) {  // its X fragments and constants
         const int slot = i % kWalkStages, step0 = (u0 + i) % units * SPS;
         unsigned char* st = smem + slot * S::kStage;
-        bulk_copy(st + S::kW, a.xs + int64_t{step0} * (MT * 256), S::kX, full + slot);
-        bulk_copy(st + S::kW + S::kX, a.c4 + int64_t{step0} * (MT * 16), S::kC, full + slot);
+        bulk_copy(st + S::kW, a.xs + int64_t{step0} * (S::kX1 / 16), S::kX, full + slot);
+        bulk_copy(st + S::kW + S::kX, a.c4 + int64_t{step0} * (S::kC1 / 16), S::kC, full + slot);
       };
       // A stage's X (from the L2, where walk_x_kernel left it) is asked for before its weights (from
       // memory), so that it does not wait behind them; in the first stages (as many as the ring holds) the

@@ -165,7 +165,8 @@ constexpr int64_t kHopperPairLeastRun = 32;
 // 11008x4096, 1.11-1.50x on 8192x4096, 8192x2048, 5120x13824, 4096x14336 and 4096x11008, 1.02-1.23x on
 // 4096x8192; but 0.85-1.03x on 4096x4096 (K in 8 runs of 8 tiles) and 0.59-0.78x on 2048x8192 (16
 // runs of 8), whose runs' start and meeting cost more than the product (notes/performance.md,
-// sixtieth session). From 17 to 32 rows the four-tile form stays: the GEMM measured 0.38-1.17x there.
+// sixtieth session). From 17 to 32 rows the walk's two token tiles run (walk16_takes); against the ring of
+// four token tiles before them the GEMM had measured 0.38-1.17x there.
 constexpr int64_t kHopperLargeFromRows = 33;
 constexpr int64_t kHopperWideN = 8192;
 constexpr int64_t kHopperMidN = 4096;
