@@ -877,6 +877,19 @@ TEST_CASE("gemv split: where the walk fed by the copy engine takes 2 to 32 rows"
   CHECK_FALSE(gemv::walk16_takes(90, 16, 4096, 8192, 32));
 }
 
+TEST_CASE("gemv split: the walk's half tile takes 17 to 24 rows from 2^25 weights") {
+  for (const int64_t m : {17, 20, 24}) {
+    CHECK(gemv::walk_half_tile(m, 28672, 8192));
+    CHECK(gemv::walk_half_tile(m, 8192, 28672));
+    CHECK(gemv::walk_half_tile(m, 256, 131072));  // 2^25: the GPU case's half-tile shape
+    CHECK(gemv::walk_half_tile(m, 6144, 11008));
+    CHECK_FALSE(gemv::walk_half_tile(m, 4096, 4096));  // 2^24 (0.93-0.99x the whole second tile)
+    CHECK_FALSE(gemv::walk_half_tile(m, 2048, 8320));
+  }
+  // One tile up to 16 rows; the whole second tile from 25.
+  for (const int64_t m : {1, 2, 16, 25, 32}) CHECK_FALSE(gemv::walk_half_tile(m, 28672, 8192));
+}
+
 TEST_CASE("gemv split: the walk takes two steps of K a stage for bf16 X from 2^25 weights, K even in steps") {
   CHECK(gemv::walk16_stage_steps(true, 28672, 8192) == 2);
   CHECK(gemv::walk16_stage_steps(true, 8192, 28672) == 2);

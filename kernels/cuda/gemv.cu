@@ -1642,6 +1642,14 @@ struct WalkShape {
   static constexpr int kSmem = kStages * kStage + 1024 + 16 * kStages;  // + alignment, barriers
 };
 
+// Blocks a multiprocessor (the kernel's bound, and the shared memory that holds it there). The half tile
+// (HALF) needs 128-150 registers where the whole second tile took 156-168: with one step a stage and one
+// scale row, three blocks fit 128 without spills and ran fp16 at 17-24 rows of 28672x8192 and 8192x28672
+// 1.04-1.05x faster than two (51.3 against 53.8 us on the H200); groups of 64 (32 bytes of stack under
+// three) and bf16's two steps a stage keep two (notes/performance.md, sixty-third session).
+template <bool G64, int SPS, int MT, bool HALF>
+constexpr int walk_blocks = HALF&& SPS == 1 && !G64 ? 3 : WalkShape<SPS, MT>::kBlocksPerSm;
+
 // bf16 X with groups of 128 rows or more: the walk reads the step's whole constant (walk_x_kernel sums
 // both tiles' in double and rounds once), one 16-byte read a step and no adds where it read two and added
 // them: bf16 1.01-1.02x at 28672x8192 and 8192x28672 on the H200. fp16's walk was 1.00-0.98x with it
@@ -1778,10 +1786,76 @@ __device__ __forceinline__ uint32_t lds_u32(uint32_t p) {
   return v;
 }
 
-// G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row.
-template <OutType T, bool NAIVE, bool G64, int SPS, int MT>
-__global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : WalkShape<SPS, MT>::kBlocksPerSm)
+// A tile's sums start from minus its tokens' constants (at cu, walk_x_kernel): the step's in tile 1's
+// place (whole_step), each 64-row tile's in its own sums (G64), or the two tiles' added. Lane (g, q)
+// holds tokens g and g + 8 (float4 g: g, g, g + 8, g + 8), the same for each n-tile.
+template <bool kWholeStep, bool G64, int R>
+__device__ __forceinline__ void walk_start(float (&d)[R][kWalkTiles][4], uint32_t cu, int g) {
+  if constexpr (kWholeStep) {
+    const float4 c = lds_f4(cu + 16 * (8 + g));
+#pragma unroll
+    for (int t = 0; t < kWalkTiles; ++t)
+      d[0][t][0] = c.x, d[0][t][1] = c.y, d[0][t][2] = c.z, d[0][t][3] = c.w;
+  } else {
+    const float4 c0 = lds_f4(cu + 16 * g), c1 = lds_f4(cu + 16 * (8 + g));
+#pragma unroll
+    for (int t = 0; t < kWalkTiles; ++t) {
+      if constexpr (G64) {
+        d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
+        d[R - 1][t][0] = c1.x, d[R - 1][t][1] = c1.y, d[R - 1][t][2] = c1.z, d[R - 1][t][3] = c1.w;
+      } else {
+        d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
+        d[0][t][3] = c0.w + c1.w;
+      }
+    }
+  }
+}
+// The same for the half tile's sums (tokens 2q and 2q + 1 of the tile at cu, as columns): token tok's
+// constant of 64-row tile r is word 2 (tok / 8) of float4 8 r + tok % 8.
+template <bool kWholeStep, bool G64, int R>
+__device__ __forceinline__ void walk_start_n8(float (&e)[R][2][4], uint32_t cu, int q) {
+  const auto minus = [&](int tok, int r) {
+    return __uint_as_float(lds_u32(cu + 16 * (8 * r + tok % 8) + 8 * (tok / 8)));
+  };
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float m0, m1;
+    if constexpr (kWholeStep) {
+      m0 = minus(2 * q, 1), m1 = minus(2 * q + 1, 1);
+    } else if constexpr (G64) {
+      m0 = minus(2 * q, r), m1 = minus(2 * q + 1, r);
+    } else {
+      m0 = minus(2 * q, 0) + minus(2 * q, 1), m1 = minus(2 * q + 1, 0) + minus(2 * q + 1, 1);
+    }
+#pragma unroll
+    for (int p = 0; p < 2; ++p) e[r][p][0] = m0, e[r][p][1] = m1, e[r][p][2] = m0, e[r][p][3] = m1;
+  }
+}
+// A tile's sums of the step times their channels' scales (row r of the step's at ss) into acc: lane (g, q)
+// holds channels 2q and 2q + 1 of each n-tile.
+template <int R>
+__device__ __forceinline__ void walk_scale(float (&acc)[kWalkTiles][4], const float (&d)[R][kWalkTiles][4],
+                                           uint32_t ss, int warp, int q) {
+#pragma unroll
+  for (int t = 0; t < kWalkTiles; ++t) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups + 4 * (warp * kWalkTiles + t) + q));
+      const float s0 = quant::half_to_f32(bits::lo16(sv)), s1 = quant::half_to_f32(bits::hi16(sv));
+      acc[t][0] = fmaf(d[r][t][0], s0, acc[t][0]);
+      acc[t][1] = fmaf(d[r][t][1], s1, acc[t][1]);
+      acc[t][2] = fmaf(d[r][t][2], s0, acc[t][2]);
+      acc[t][3] = fmaf(d[r][t][3], s1, acc[t][3]);
+    }
+  }
+}
+
+// G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row. HALF: the half
+// tile (gemv::walk_half_tile, two token tiles only).
+template <OutType T, bool NAIVE, bool G64, int SPS, int MT, bool HALF>
+__global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, SPS, MT, HALF>)
     ft_walk16_kernel(WalkArgs a, const __grid_constant__ CUtensorMap wmap) {
+  static_assert(!HALF || MT == 2, "the half tile is a second token tile's");
 #ifdef DQL_BULK_COPY
   using S = WalkShape<SPS, MT>;
   constexpr int kWalkStages = S::kStages;
@@ -1885,52 +1959,67 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : WalkShape<SPS, MT>
       uint32_t b[kWalkTiles][4];
 #pragma unroll
       for (int t = 0; t < kWalkTiles; ++t) ldmatrix_x4(b[t], wb + lm[t]);
+      if constexpr (HALF) {
+        // Tile 0 as the A operand against each n-tile's B registers, as below; tokens 16..23 as the B
+        // operand (n8: {xb.x, xb.z} hold token 16 + g's k slots) against n-tiles 2p and 2p + 1 as the A
+        // operand (m16: rows g and g + 8 are their channels g, and a channel's B registers are its A
+        // row's). e[r][p] holds channel g of n-tile 2p (0, 1) and of 2p + 1 (2, 3), tokens 16 + 2q and 16
+        // + 2q + 1. Both tiles go through each converted weight register in one pass.
+        float d[kRows][kWalkTiles][4], e[kRows][2][4];
+        walk_start<kWholeStep, G64>(d, cs, g);
+        walk_start_n8<kWholeStep, G64>(e, cs + S::kCT, q);
+#pragma unroll
+        for (int f = 0; f < 8; ++f) {
+          const uint4 xa = lds_v4(xs + 16 * (f * 32 + lane));
+          const uint4 xb = lds_v4(xs + S::kXT + 16 * (f * 32 + lane));
+          uint32_t lo[kWalkTiles], hi[kWalkTiles];
+#pragma unroll
+          for (int t = 0; t < kWalkTiles; ++t) {
+            walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo[t], hi[t]);
+            wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo[t], hi[t]);
+          }
+#pragma unroll
+          for (int p = 0; p < 2; ++p)
+            wide_mma<T>(e[G64 ? f / 4 : 0][p], lo[2 * p], lo[2 * p + 1], hi[2 * p], hi[2 * p + 1], xb.x,
+                        xb.z);
+        }
+        walk_scale(acc[0], d, ss, warp, q);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+          for (int p = 0; p < 2; ++p) {
+            float sc[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {  // channel g of n-tile 2p + h
+              const int c = 8 * (warp * kWalkTiles + 2 * p + h) + g;
+              const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups) + 4 * (c / 2));
+              sc[h] = quant::half_to_f32(c % 2 ? bits::hi16(sv) : bits::lo16(sv));
+            }
+            acc[1][p][0] = fmaf(e[r][p][0], sc[0], acc[1][p][0]);
+            acc[1][p][1] = fmaf(e[r][p][1], sc[0], acc[1][p][1]);
+            acc[1][p][2] = fmaf(e[r][p][2], sc[1], acc[1][p][2]);
+            acc[1][p][3] = fmaf(e[r][p][3], sc[1], acc[1][p][3]);
+          }
+        }
+      } else {
         // One token tile after the other, each through the step's weights (b, held) and into its sums:
         // d then lives for one tile only.
 #pragma unroll
-      for (int u = 0; u < MT; ++u) {
-        const uint32_t cu = cs + u * S::kCT, xu = xs + u * S::kXT;
-        float d[kRows][kWalkTiles][4];  // the sums start from minus the tokens' constants
-        if constexpr (kWholeStep) {     // the step's, in tile 1's place
-          const float4 c = lds_f4(cu + 16 * (8 + g));
+        for (int u = 0; u < MT; ++u) {
+          const uint32_t xu = xs + u * S::kXT;
+          float d[kRows][kWalkTiles][4];
+          walk_start<kWholeStep, G64>(d, cs + u * S::kCT, g);
 #pragma unroll
-          for (int t = 0; t < kWalkTiles; ++t)
-            d[0][t][0] = c.x, d[0][t][1] = c.y, d[0][t][2] = c.z, d[0][t][3] = c.w;
-        } else {
-          const float4 c0 = lds_f4(cu + 16 * g), c1 = lds_f4(cu + 16 * (8 + g));
+          for (int f = 0; f < 8; ++f) {
+            const uint4 xa = lds_v4(xu + 16 * (f * 32 + lane));
 #pragma unroll
-          for (int t = 0; t < kWalkTiles; ++t) {
-            if constexpr (G64) {
-              d[0][t][0] = c0.x, d[0][t][1] = c0.y, d[0][t][2] = c0.z, d[0][t][3] = c0.w;
-              d[kRows - 1][t][0] = c1.x, d[kRows - 1][t][1] = c1.y, d[kRows - 1][t][2] = c1.z,
-                        d[kRows - 1][t][3] = c1.w;
-            } else {
-              d[0][t][0] = c0.x + c1.x, d[0][t][1] = c0.y + c1.y, d[0][t][2] = c0.z + c1.z,
-              d[0][t][3] = c0.w + c1.w;
+            for (int t = 0; t < kWalkTiles; ++t) {
+              uint32_t lo, hi;
+              walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
+              wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
             }
           }
-        }
-#pragma unroll
-        for (int f = 0; f < 8; ++f) {
-          const uint4 xa = lds_v4(xu + 16 * (f * 32 + lane));
-#pragma unroll
-          for (int t = 0; t < kWalkTiles; ++t) {
-            uint32_t lo, hi;
-            walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo, hi);
-            wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo, hi);
-          }
-        }
-#pragma unroll
-        for (int t = 0; t < kWalkTiles; ++t) {
-#pragma unroll
-          for (int r = 0; r < kRows; ++r) {
-            const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups + 4 * (warp * kWalkTiles + t) + q));
-            const float s0 = quant::half_to_f32(bits::lo16(sv)), s1 = quant::half_to_f32(bits::hi16(sv));
-            acc[u][t][0] = fmaf(d[r][t][0], s0, acc[u][t][0]);
-            acc[u][t][1] = fmaf(d[r][t][1], s1, acc[u][t][1]);
-            acc[u][t][2] = fmaf(d[r][t][2], s0, acc[u][t][2]);
-            acc[u][t][3] = fmaf(d[r][t][3], s1, acc[u][t][3]);
-          }
+          walk_scale(acc[u], d, ss, warp, q);
         }
       }
     }
@@ -1940,8 +2029,26 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : WalkShape<SPS, MT>
       // the [M, N] workspace a token, one vector reduction each (against the [N, M] workspace, whose
       // reductions needed lanes g and g ^ 1 to swap a value: 28672x8192 at 16 rows 40.2 -> 39.1-39.7
       // us on the H200 with the settling kernel below, notes/performance.md, forty-seventh session).
+      // The half tile's (acc[1][p]: channel g of n-tiles 2p and 2p + 1, tokens 16 + 2q and 16 + 2q + 1)
+      // are no neighbours: one scalar reduction each.
+      if constexpr (HALF) {
 #pragma unroll
-      for (int u = 0; u < MT; ++u) {
+        for (int p = 0; p < 2; ++p) {
+          const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + 2 * p) + g;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int64_t tok = gemv::kWalkRows + 2 * q + h;
+            if (tok < a.m) {
+              atomicAdd(a.sums + RowMajorSums{}(a.out, tok, ch), acc[1][p][h]);
+              atomicAdd(a.sums + RowMajorSums{}(a.out, tok, ch + 8), acc[1][p][2 + h]);
+            }
+          }
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[1][p][e] = 0.0f;
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < (HALF ? 1 : MT); ++u) {
 #pragma unroll
         for (int t = 0; t < kWalkTiles; ++t) {
           const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
@@ -2011,18 +2118,19 @@ bool walk_map(CUtensorMap* map, const GemvLaunch& L, int sps) {
                        CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
-template <OutType T, bool NAIVE, bool G64, int SPS, int MT>
+template <OutType T, bool NAIVE, bool G64, int SPS, int MT, bool HALF>
 std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
   using S = WalkShape<SPS, MT>;
-  const auto kernel = ft_walk16_kernel<T, NAIVE, G64, SPS, MT>;
+  const auto kernel = ft_walk16_kernel<T, NAIVE, G64, SPS, MT, HALF>;
   static Fit fit;
   WalkArgs a{ft_io(L, ws), reinterpret_cast<const uint4*>(ws.xs),
              reinterpret_cast<const float4*>(ws.xs + MT * gemv::kWalkRows * L.w.k),
              static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep / SPS))};
   walk_x_kernel<T><<<dim3(static_cast<unsigned>(L.w.k / gemv::kWalkStep), MT), 256>>>(
       a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>);
-  // Held to S::kBlocksPerSm blocks a multiprocessor by unused shared memory.
-  const size_t smem = std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(S::kBlocksPerSm, 0));
+  // Held to walk_blocks blocks a multiprocessor by unused shared memory.
+  const size_t smem =
+      std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(walk_blocks<G64, SPS, MT, HALF>, 0));
   const int64_t blocks =
       std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit, kernel, smem, kWalkThreads)} * L.sms);
   DependentLaunch walk(blocks, kWalkThreads, smem);
@@ -2038,22 +2146,24 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
   return status("the W4A16 walk of 2 to 32 rows (copy engine)", wait);
 }
 
-template <OutType T, bool NAIVE, int MT>
+template <OutType T, bool NAIVE, int MT, bool HALF>
 std::string launch_walk16_t(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
                             bool wait) {
   if constexpr (T == OutType::BF16) {
     if (sps == 2)
-      return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2, MT>(L, ws, wmap, wait)
-                             : launch_walk16_g<T, NAIVE, false, 2, MT>(L, ws, wmap, wait);
+      return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2, MT, HALF>(L, ws, wmap, wait)
+                             : launch_walk16_g<T, NAIVE, false, 2, MT, HALF>(L, ws, wmap, wait);
   }
-  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 1, MT>(L, ws, wmap, wait)
-                         : launch_walk16_g<T, NAIVE, false, 1, MT>(L, ws, wmap, wait);
+  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 1, MT, HALF>(L, ws, wmap, wait)
+                         : launch_walk16_g<T, NAIVE, false, 1, MT, HALF>(L, ws, wmap, wait);
 }
 template <OutType T, bool NAIVE>
 std::string launch_walk16(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
                           bool wait) {
-  return gemv::walk_token_tiles(L.p.m) == 2 ? launch_walk16_t<T, NAIVE, 2>(L, ws, wmap, sps, wait)
-                                            : launch_walk16_t<T, NAIVE, 1>(L, ws, wmap, sps, wait);
+  if (gemv::walk_token_tiles(L.p.m) == 1) return launch_walk16_t<T, NAIVE, 1, false>(L, ws, wmap, sps, wait);
+  return gemv::walk_half_tile(L.p.m, L.w.n, L.w.k)
+             ? launch_walk16_t<T, NAIVE, 2, true>(L, ws, wmap, sps, wait)
+             : launch_walk16_t<T, NAIVE, 2, false>(L, ws, wmap, sps, wait);
 }
 
 template <int BITS, int WPT, OutType T, bool NAIVE>
