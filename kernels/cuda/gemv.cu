@@ -1623,7 +1623,8 @@ constexpr int kWalkThreads = (kWalkWarps + 1) * 32;
 // MT times as large, and each weight register goes into MT products. Two tiles take two blocks a
 // multiprocessor whatever SPS: held to three with one step a stage (128 registers), ptxas spilled 56-144
 // bytes and the walk ran 1.07-1.29x slower at 17-32 rows on the H200; bf16's two steps a stage keep two
-// blocks (168 registers; with one block, 204-255, it was 1.05x slower). Against the ring of four token
+// blocks (168 registers; with one block, 204-255, it was 1.05x slower). The half tile (17-24 rows) needs
+// fewer registers and takes three where it can: walk_blocks. Against the ring of four token
 // tiles it replaced, 17-32 rows, H200, fp16: 28672x8192 1.19-1.24x, 8192x28672 1.19-1.41x, 8192x8192
 // 1.22-1.40x, 4096x4096 1.39-1.55x; bf16 1.19-1.53x (notes/performance.md, sixty-first session).
 template <int SPS, int MT>
@@ -1648,7 +1649,7 @@ struct WalkShape {
 // 1.04-1.05x faster than two (51.3 against 53.8 us on the H200); groups of 64 (32 bytes of stack under
 // three) and bf16's two steps a stage keep two (notes/performance.md, sixty-third session).
 template <bool G64, int SPS, int MT, bool HALF>
-constexpr int walk_blocks = HALF&& SPS == 1 && !G64 ? 3 : WalkShape<SPS, MT>::kBlocksPerSm;
+constexpr int walk_blocks = (HALF && SPS == 1 && !G64) ? 3 : WalkShape<SPS, MT>::kBlocksPerSm;
 
 // bf16 X with groups of 128 rows or more: the walk reads the step's whole constant (walk_x_kernel sums
 // both tiles' in double and rounds once), one 16-byte read a step and no adds where it read two and added
@@ -1787,11 +1788,11 @@ __device__ __forceinline__ uint32_t lds_u32(uint32_t p) {
 }
 
 // A tile's sums start from minus its tokens' constants (at cu, walk_x_kernel): the step's in tile 1's
-// place (whole_step), each 64-row tile's in its own sums (G64), or the two tiles' added. Lane (g, q)
-// holds tokens g and g + 8 (float4 g: g, g, g + 8, g + 8), the same for each n-tile.
-template <bool kWholeStep, bool G64, int R>
+// place (WHOLE: walk_whole_step), each 64-row tile's in its own sums (G64), or the two tiles' added. Lane (g,
+// q) holds tokens g and g + 8 (float4 g: g, g, g + 8, g + 8), the same for each n-tile.
+template <bool WHOLE, bool G64, int R>
 __device__ __forceinline__ void walk_start(float (&d)[R][kWalkTiles][4], uint32_t cu, int g) {
-  if constexpr (kWholeStep) {
+  if constexpr (WHOLE) {
     const float4 c = lds_f4(cu + 16 * (8 + g));
 #pragma unroll
     for (int t = 0; t < kWalkTiles; ++t)
@@ -1812,7 +1813,7 @@ __device__ __forceinline__ void walk_start(float (&d)[R][kWalkTiles][4], uint32_
 }
 // The same for the half tile's sums (tokens 2q and 2q + 1 of the tile at cu, as columns): token tok's
 // constant of 64-row tile r is word 2 (tok / 8) of float4 8 r + tok % 8.
-template <bool kWholeStep, bool G64, int R>
+template <bool WHOLE, bool G64, int R>
 __device__ __forceinline__ void walk_start_n8(float (&e)[R][2][4], uint32_t cu, int q) {
   const auto minus = [&](int tok, int r) {
     return __uint_as_float(lds_u32(cu + 16 * (8 * r + tok % 8) + 8 * (tok / 8)));
@@ -1820,7 +1821,7 @@ __device__ __forceinline__ void walk_start_n8(float (&e)[R][2][4], uint32_t cu, 
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     float m0, m1;
-    if constexpr (kWholeStep) {
+    if constexpr (WHOLE) {
       m0 = minus(2 * q, 1), m1 = minus(2 * q + 1, 1);
     } else if constexpr (G64) {
       m0 = minus(2 * q, r), m1 = minus(2 * q + 1, r);
@@ -2029,6 +2030,21 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
       // the [M, N] workspace a token, one vector reduction each (against the [N, M] workspace, whose
       // reductions needed lanes g and g ^ 1 to swap a value: 28672x8192 at 16 rows 40.2 -> 39.1-39.7
       // us on the H200 with the settling kernel below, notes/performance.md, forty-seventh session).
+#pragma unroll
+      for (int u = 0; u < (HALF ? 1 : MT); ++u) {
+#pragma unroll
+        for (int t = 0; t < kWalkTiles; ++t) {
+          const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int64_t tok = 16 * u + g + 8 * h;
+            if (tok < a.m)
+              red_add2(a.sums + RowMajorSums{}(a.out, tok, ch), acc[u][t][2 * h], acc[u][t][2 * h + 1]);
+          }
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[u][t][e] = 0.0f;
+        }
+      }
       // The half tile's (acc[1][p]: channel g of n-tiles 2p and 2p + 1, tokens 16 + 2q and 16 + 2q + 1)
       // are no neighbours: one scalar reduction each.
       if constexpr (HALF) {
@@ -2045,21 +2061,6 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
           }
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[1][p][e] = 0.0f;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < (HALF ? 1 : MT); ++u) {
-#pragma unroll
-        for (int t = 0; t < kWalkTiles; ++t) {
-          const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int64_t tok = 16 * u + g + 8 * h;
-            if (tok < a.m)
-              red_add2(a.sums + RowMajorSums{}(a.out, tok, ch), acc[u][t][2 * h], acc[u][t][2 * h + 1]);
-          }
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[u][t][e] = 0.0f;
         }
       }
       ++range;

@@ -261,7 +261,7 @@ constexpr int64_t kWalkMostRows = 32;  // two token tiles
 // The walk's token tiles for M rows of X: one up to 16 rows, two from 17.
 constexpr int walk_token_tiles(int64_t m) { return m > kWalkRows ? 2 : 1; }
 // 17 to 24 rows from 2^25 weights: the second tile's 8 tokens go as the mma's n8 operand against pairs of
-// the step's n-tiles (the walk's half tile), three products where the whole tile took four. On the H200
+// the step's n-tiles (the walk's half tile): two products a step where the whole tile took four. On the H200
 // (notes/performance.md, sixty-third session): 28672x8192 and 8192x28672 fp16 1.09-1.10x, bf16
 // 1.06-1.08x; 8192x8192 1.04-1.06x; 4096x4096 0.93-0.99x (its atomics and shorter runs), so from 2^25.
 constexpr int64_t kWalkHalfRows = kWalkRows + 8;
