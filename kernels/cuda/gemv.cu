@@ -1623,10 +1623,10 @@ constexpr int kWalkThreads = (kWalkWarps + 1) * 32;
 // MT times as large, and each weight register goes into MT products. Two tiles take two blocks a
 // multiprocessor whatever SPS: held to three with one step a stage (128 registers), ptxas spilled 56-144
 // bytes and the walk ran 1.07-1.29x slower at 17-32 rows on the H200; bf16's two steps a stage keep two
-// blocks (168 registers; with one block, 204-255, it was 1.05x slower). The half tile (17-24 rows) needs
-// fewer registers and takes three where it can: walk_blocks. Against the ring of four token
-// tiles it replaced, 17-32 rows, H200, fp16: 28672x8192 1.19-1.24x, 8192x28672 1.19-1.41x, 8192x8192
-// 1.22-1.40x, 4096x4096 1.39-1.55x; bf16 1.19-1.53x (notes/performance.md, sixty-first session).
+// blocks (168 registers; with one block, 204-255, it was 1.05x slower). The half tile (17-24 rows, every
+// token on the mma's n8 side) needs fewer registers and takes three where it can: walk_blocks. Against the
+// ring of four token tiles it replaced, 17-32 rows, H200, fp16: 28672x8192 1.19-1.24x, 8192x28672 1.19-1.41x,
+// 8192x8192 1.22-1.40x, 4096x4096 1.39-1.55x; bf16 1.19-1.53x (notes/performance.md, sixty-first session).
 template <int SPS, int MT>
 struct WalkShape {
   static_assert(SPS == 1 || SPS == 2, "one or two steps a stage");
@@ -1644,10 +1644,11 @@ struct WalkShape {
 };
 
 // Blocks a multiprocessor (the kernel's bound, and the shared memory that holds it there). The half tile
-// (HALF) needs 128-150 registers where the whole second tile took 156-168: with one step a stage and one
-// scale row, three blocks fit 128 without spills and ran fp16 at 17-24 rows of 28672x8192 and 8192x28672
-// 1.04-1.05x faster than two (51.3 against 53.8 us on the H200); groups of 64 (32 bytes of stack under
-// three) and bf16's two steps a stage keep two (notes/performance.md, sixty-third session).
+// (HALF) needs 126-168 registers where the whole second tile took 156-168: with one step a stage and one
+// scale row, three blocks fit 128 (fp16 and bf16 spill 16 bytes outside the step's products) and ran
+// fp16 at 17-24 rows of 28672x8192 and 8192x28672 1.04-1.05x faster than two (51.3 against 53.8 us on the
+// H200, the first form of the half tile); groups of 64 (32 bytes of stack under three) and bf16's two
+// steps a stage keep two (notes/performance.md, sixty-third session).
 template <bool G64, int SPS, int MT, bool HALF>
 constexpr int walk_blocks = (HALF && SPS == 1 && !G64) ? 3 : WalkShape<SPS, MT>::kBlocksPerSm;
 
@@ -1674,9 +1675,13 @@ struct WalkArgs : FtIo {
 // high rows' X / 16 (the values as staged), summed in double in a fixed order and rounded once. bf16 X
 // (whose weights enter as 128 + n, every nibble after a shift): X as it is, and 136 x every row's.
 // whole_step: a group of 128 rows or more, tile 1's place holds the step's constant (both tiles').
+// n8: the fragments and constants as the half tile's walk reads them, tokens as the mma's B operand: the
+// fragment's words in the order (g, k 2q), (g, k 2q + 8), (g + 8, k 2q), (g + 8, k 2q + 8), so that tokens
+// g and g + 8 each take an aligned register pair, and float4 q of a 64-row tile holds minus the constants
+// of tokens 2q, 2q + 1, 2q + 8 and 2q + 9 (float4s 4-7 unused).
 template <OutType T>
 __global__ void __launch_bounds__(256)
-    walk_x_kernel(const uint16_t* x, int64_t m, int64_t k, uint4* xs, float4* c4, bool whole_step) {
+    walk_x_kernel(const uint16_t* x, int64_t m, int64_t k, uint4* xs, float4* c4, bool whole_step, bool n8) {
 #ifdef DQL_BULK_COPY
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   constexpr int kPitch = 128 + 8;  // halves a token's row of the step (padded: the reads below spread)
@@ -1717,8 +1722,9 @@ __global__ void __launch_bounds__(256)
       }
     }
   }
-  xs[(tile * 8 + f) * 32 + lane] = make_uint4(bits::pack16(v[0][0], v[0][1]), bits::pack16(v[1][0], v[1][1]),
-                                              bits::pack16(v[0][2], v[0][3]), bits::pack16(v[1][2], v[1][3]));
+  const uint32_t w1 = bits::pack16(v[1][0], v[1][1]), w2 = bits::pack16(v[0][2], v[0][3]);
+  xs[(tile * 8 + f) * 32 + lane] =
+      make_uint4(bits::pack16(v[0][0], v[0][1]), n8 ? w2 : w1, n8 ? w1 : w2, bits::pack16(v[1][2], v[1][3]));
 #pragma unroll
   for (int t = 0; t < 2; ++t) {
     c[t] += __shfl_xor_sync(0xFFFFFFFFu, c[t], 1);
@@ -1731,10 +1737,13 @@ __global__ void __launch_bounds__(256)
     double sum = part[4 * tl][tok] + part[4 * tl + 1][tok] + part[4 * tl + 2][tok] + part[4 * tl + 3][tok];
     if (whole_step && tl == 1) sum += part[0][tok] + part[1][tok] + part[2][tok] + part[3][tok];
     const float neg = -static_cast<float>(sum);
-    // float4 (tokens gg, gg, gg + 8, gg + 8) of lane row gg = tok % 8
-    float* out = reinterpret_cast<float*>(c4 + (tile * 2 + tl) * 8 + tok % 8) + 2 * (tok / 8);
-    out[0] = neg;
-    out[1] = neg;
+    if (n8) {  // float4 q: tokens 2q, 2q + 1, 2q + 8, 2q + 9
+      reinterpret_cast<float*>(c4 + (tile * 2 + tl) * 8 + tok % 8 / 2)[2 * (tok / 8) + tok % 2] = neg;
+    } else {  // float4 (tokens gg, gg, gg + 8, gg + 8) of lane row gg = tok % 8
+      float* out = reinterpret_cast<float*>(c4 + (tile * 2 + tl) * 8 + tok % 8) + 2 * (tok / 8);
+      out[0] = neg;
+      out[1] = neg;
+    }
   }
 #else
   // The launcher takes this path on compute capability 9.0 only.
@@ -1777,6 +1786,11 @@ __device__ __forceinline__ uint4 lds_v4(uint32_t p) {
                : "r"(p));
   return v;
 }
+__device__ __forceinline__ uint2 lds_v2(uint32_t p) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(p));
+  return v;
+}
 __device__ __forceinline__ float4 lds_f4(uint32_t p) {
   const uint4 v = lds_v4(p);
   return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
@@ -1811,25 +1825,32 @@ __device__ __forceinline__ void walk_start(float (&d)[R][kWalkTiles][4], uint32_
     }
   }
 }
-// The same for the half tile's sums (tokens 2q and 2q + 1 of the tile at cu, as columns): token tok's
-// constant of 64-row tile r is word 2 (tok / 8) of float4 8 r + tok % 8.
+// The same for the half tile's walk (every token as a column of the mma, walk_x_kernel's n8 order): float4
+// q of 64-row tile r holds tokens 2q, 2q + 1, 2q + 8 and 2q + 9 of the tile; e[n] takes tokens 8n + 2q
+// and 8n + 2q + 1 (n = 0, 1 from c0, tokens 0..15; n = 2 from c1, the tile of tokens 16..31).
 template <bool WHOLE, bool G64, int R>
-__device__ __forceinline__ void walk_start_n8(float (&e)[R][2][4], uint32_t cu, int q) {
-  const auto minus = [&](int tok, int r) {
-    return __uint_as_float(lds_u32(cu + 16 * (8 * r + tok % 8) + 8 * (tok / 8)));
-  };
+__device__ __forceinline__ void walk_start_t8(float (&e)[3][R][2][4], uint32_t c0, uint32_t c1, int q) {
 #pragma unroll
-  for (int r = 0; r < R; ++r) {
-    float m0, m1;
-    if constexpr (WHOLE) {
-      m0 = minus(2 * q, 1), m1 = minus(2 * q + 1, 1);
-    } else if constexpr (G64) {
-      m0 = minus(2 * q, r), m1 = minus(2 * q + 1, r);
-    } else {
-      m0 = minus(2 * q, 0) + minus(2 * q, 1), m1 = minus(2 * q + 1, 0) + minus(2 * q + 1, 1);
+  for (int tt = 0; tt < 2; ++tt) {
+    const uint32_t cu = (tt ? c1 : c0) + 16 * q;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      float4 m;
+      if constexpr (WHOLE) {
+        m = lds_f4(cu + 16 * 8);
+      } else if constexpr (G64) {
+        m = lds_f4(cu + 16 * 8 * r);
+      } else {
+        const float4 m0 = lds_f4(cu), m1 = lds_f4(cu + 16 * 8);
+        m = make_float4(m0.x + m1.x, m0.y + m1.y, m0.z + m1.z, m0.w + m1.w);
+      }
+#pragma unroll
+      for (int p = 0; p < 2; ++p) {
+        float* lo = e[2 * tt][r][p];
+        lo[0] = m.x, lo[1] = m.y, lo[2] = m.x, lo[3] = m.y;
+        if (tt == 0) e[1][r][p][0] = m.z, e[1][r][p][1] = m.w, e[1][r][p][2] = m.z, e[1][r][p][3] = m.w;
+      }
     }
-#pragma unroll
-    for (int p = 0; p < 2; ++p) e[r][p][0] = m0, e[r][p][1] = m1, e[r][p][2] = m0, e[r][p][3] = m1;
   }
 }
 // A tile's sums of the step times their channels' scales (row r of the step's at ss) into acc: lane (g, q)
@@ -1942,7 +1963,8 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
     const int row = mt * kWalkGroups + 2 * (warp * kWalkTiles + t) + mi / 4;
     lm[t] = static_cast<uint32_t>(row * 128 + (((2 * (mi % 4) + mh) ^ (row & 7)) * 16));
   }
-  float acc[MT][kWalkTiles][4] = {};
+  float acc[HALF ? 1 : MT][kWalkTiles][4] = {};
+  float acc8[HALF ? 3 : 1][2][4] = {};                          // the half tile's walk: e's sums, scaled
   int range = u0 / units, left = units - (u0 - range * units);  // units of this range still to come
   for (int i = 0; i < n; ++i) {
     const int slot = i % kWalkStages;
@@ -1961,30 +1983,31 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
 #pragma unroll
       for (int t = 0; t < kWalkTiles; ++t) ldmatrix_x4(b[t], wb + lm[t]);
       if constexpr (HALF) {
-        // Tile 0 as the A operand against each n-tile's B registers, as below; tokens 16..23 as the B
-        // operand (n8: {xb.x, xb.z} hold token 16 + g's k slots) against n-tiles 2p and 2p + 1 as the A
-        // operand (m16: rows g and g + 8 are their channels g, and a channel's B registers are its A
-        // row's). e[r][p] holds channel g of n-tile 2p (0, 1) and of 2p + 1 (2, 3), tokens 16 + 2q and 16
-        // + 2q + 1. Both tiles go through each converted weight register in one pass.
-        float d[kRows][kWalkTiles][4], e[kRows][2][4];
-        walk_start<kWholeStep, G64>(d, cs, g);
-        walk_start_n8<kWholeStep, G64>(e, cs + S::kCT, q);
+        // Every token on the mma's n8 side (B: tokens 0..7 {xa.x, xa.y}, 8..15 {xa.z, xa.w}, 16..23
+        // {xh.x, xh.y}, walk_x_kernel's n8 order), the weights as the A operand: n-tiles 2p and 2p + 1 as
+        // m16 (rows g and g + 8 are their channels g, and a channel's B registers are its A row's). Each
+        // converted weight register then has one role. With tokens 0..15 as the A operand the same
+        // registers were also B pairs, no register order serves both, and ptxas copied every A quad (64
+        // moves a step, 21% of the step's instructions): this form is 1.07-1.10x faster on the large shapes
+        // on the H200 (notes/performance.md, sixty-fourth session). e[n][r][p] holds channel g of n-tile 2p
+        // (0, 1) and of 2p + 1 (2, 3), tokens 8n + 2q and 8n + 2q + 1.
+        float e[3][kRows][2][4];
+        walk_start_t8<kWholeStep, G64>(e, cs, cs + S::kCT, q);
 #pragma unroll
         for (int f = 0; f < 8; ++f) {
           const uint4 xa = lds_v4(xs + 16 * (f * 32 + lane));
-          const uint4 xb = lds_v4(xs + S::kXT + 16 * (f * 32 + lane));
-          uint32_t lo[kWalkTiles], hi[kWalkTiles];
+          const uint2 xh = lds_v2(xs + S::kXT + 16 * (f * 32 + lane));
 #pragma unroll
-          for (int t = 0; t < kWalkTiles; ++t) {
-            walk_pairs<NAIVE, T>(f % 2 ? b[t][f / 2] >> 8 : b[t][f / 2], lo[t], hi[t]);
-            wide_mma<T>(d[G64 ? f / 4 : 0][t], xa.x, xa.y, xa.z, xa.w, lo[t], hi[t]);
+          for (int p = 0; p < 2; ++p) {
+            uint32_t lo[2], hi[2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+              walk_pairs<NAIVE, T>(f % 2 ? b[2 * p + h][f / 2] >> 8 : b[2 * p + h][f / 2], lo[h], hi[h]);
+            wide_mma<T>(e[0][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xa.x, xa.y);
+            wide_mma<T>(e[1][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xa.z, xa.w);
+            wide_mma<T>(e[2][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xh.x, xh.y);
           }
-#pragma unroll
-          for (int p = 0; p < 2; ++p)
-            wide_mma<T>(e[G64 ? f / 4 : 0][p], lo[2 * p], lo[2 * p + 1], hi[2 * p], hi[2 * p + 1], xb.x,
-                        xb.z);
         }
-        walk_scale(acc[0], d, ss, warp, q);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -1996,10 +2019,13 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
               const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups) + 4 * (c / 2));
               sc[h] = quant::half_to_f32(c % 2 ? bits::hi16(sv) : bits::lo16(sv));
             }
-            acc[1][p][0] = fmaf(e[r][p][0], sc[0], acc[1][p][0]);
-            acc[1][p][1] = fmaf(e[r][p][1], sc[0], acc[1][p][1]);
-            acc[1][p][2] = fmaf(e[r][p][2], sc[1], acc[1][p][2]);
-            acc[1][p][3] = fmaf(e[r][p][3], sc[1], acc[1][p][3]);
+#pragma unroll
+            for (int n8 = 0; n8 < 3; ++n8) {
+              acc8[n8][p][0] = fmaf(e[n8][r][p][0], sc[0], acc8[n8][p][0]);
+              acc8[n8][p][1] = fmaf(e[n8][r][p][1], sc[0], acc8[n8][p][1]);
+              acc8[n8][p][2] = fmaf(e[n8][r][p][2], sc[1], acc8[n8][p][2]);
+              acc8[n8][p][3] = fmaf(e[n8][r][p][3], sc[1], acc8[n8][p][3]);
+            }
           }
         }
       } else {
@@ -2030,37 +2056,44 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
       // the [M, N] workspace a token, one vector reduction each (against the [N, M] workspace, whose
       // reductions needed lanes g and g ^ 1 to swap a value: 28672x8192 at 16 rows 40.2 -> 39.1-39.7
       // us on the H200 with the settling kernel below, notes/performance.md, forty-seventh session).
-#pragma unroll
-      for (int u = 0; u < (HALF ? 1 : MT); ++u) {
-#pragma unroll
-        for (int t = 0; t < kWalkTiles; ++t) {
-          const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int64_t tok = 16 * u + g + 8 * h;
-            if (tok < a.m)
-              red_add2(a.sums + RowMajorSums{}(a.out, tok, ch), acc[u][t][2 * h], acc[u][t][2 * h + 1]);
-          }
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[u][t][e] = 0.0f;
-        }
-      }
-      // The half tile's (acc[1][p]: channel g of n-tiles 2p and 2p + 1, tokens 16 + 2q and 16 + 2q + 1)
-      // are no neighbours: one scalar reduction each.
       if constexpr (HALF) {
+        // acc8[n][p]: channel g of n-tiles 2p and 2p + 1, tokens 8n + 2q and 8n + 2q + 1. Lanes g and g ^ 1
+        // swap one value, so each holds two neighbouring channels of one token: one vector reduction.
+        const bool odd = g % 2;
 #pragma unroll
-        for (int p = 0; p < 2; ++p) {
-          const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + 2 * p) + g;
+        for (int n8 = 0; n8 < 3; ++n8) {
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int64_t tok = gemv::kWalkRows + 2 * q + h;
-            if (tok < a.m) {
-              atomicAdd(a.sums + RowMajorSums{}(a.out, tok, ch), acc[1][p][h]);
-              atomicAdd(a.sums + RowMajorSums{}(a.out, tok, ch + 8), acc[1][p][2 + h]);
+          for (int p = 0; p < 2; ++p) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {  // n-tile 2p + h: values 2h (token 2q) and 2h + 1 (2q + 1)
+              const float v0 = acc8[n8][p][2 * h], v1 = acc8[n8][p][2 * h + 1];  // (selects: no local memory)
+              const float mine = odd ? v1 : v0, give = odd ? v0 : v1;
+              const float got = __shfl_xor_sync(0xFFFFFFFFu, give, 4);
+              const int64_t ch =
+                  int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + 2 * p + h) + (g & ~1);
+              const int64_t tok = 8 * n8 + 2 * q + (odd ? 1 : 0);
+              if (tok < a.m)
+                red_add2(a.sums + RowMajorSums{}(a.out, tok, ch), odd ? got : mine, odd ? mine : got);
             }
-          }
 #pragma unroll
-          for (int e = 0; e < 4; ++e) acc[1][p][e] = 0.0f;
+            for (int v = 0; v < 4; ++v) acc8[n8][p][v] = 0.0f;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int u = 0; u < MT; ++u) {
+#pragma unroll
+          for (int t = 0; t < kWalkTiles; ++t) {
+            const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int64_t tok = 16 * u + g + 8 * h;
+              if (tok < a.m)
+                red_add2(a.sums + RowMajorSums{}(a.out, tok, ch), acc[u][t][2 * h], acc[u][t][2 * h + 1]);
+            }
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[u][t][e] = 0.0f;
+          }
         }
       }
       ++range;
@@ -2128,7 +2161,7 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
              reinterpret_cast<const float4*>(ws.xs + MT * gemv::kWalkRows * L.w.k),
              static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep / SPS))};
   walk_x_kernel<T><<<dim3(static_cast<unsigned>(L.w.k / gemv::kWalkStep), MT), 256>>>(
-      a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>);
+      a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>, HALF);
   // Held to walk_blocks blocks a multiprocessor by unused shared memory.
   const size_t smem =
       std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(walk_blocks<G64, SPS, MT, HALF>, 0));

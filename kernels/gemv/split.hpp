@@ -260,10 +260,12 @@ constexpr int64_t kWalkRows = 16;      // X is laid out in tiles of 16 tokens wh
 constexpr int64_t kWalkMostRows = 32;  // two token tiles
 // The walk's token tiles for M rows of X: one up to 16 rows, two from 17.
 constexpr int walk_token_tiles(int64_t m) { return m > kWalkRows ? 2 : 1; }
-// 17 to 24 rows from 2^25 weights: the second tile's 8 tokens go as the mma's n8 operand against pairs of
-// the step's n-tiles (the walk's half tile): two products a step where the whole tile took four. On the H200
-// (notes/performance.md, sixty-third session): 28672x8192 and 8192x28672 fp16 1.09-1.10x, bf16
-// 1.06-1.08x; 8192x8192 1.04-1.06x; 4096x4096 0.93-0.99x (its atomics and shorter runs), so from 2^25.
+// 17 to 24 rows from 2^25 weights: every token goes as the mma's n8 operand (three tiles of 8) against
+// pairs of the step's n-tiles (the walk's half tile): six products a pair of n-tiles where two whole tiles
+// took eight. On the H200 against two whole tiles (the product of two A/B runs' ratios): 28672x8192 and
+// 8192x28672 fp16 1.16-1.18x, bf16 1.15-1.19x; 8192x8192 1.07-1.12x (notes/performance.md, sixty-third and
+// sixty-fourth sessions). At 2^24 weights it was 0.91-0.99x with groups of 128 and 1.02-1.03x with groups
+// of 64 (one round), so from 2^25.
 constexpr int64_t kWalkHalfRows = kWalkRows + 8;
 constexpr int64_t kWalkHalfWeights = int64_t{1} << 25;
 constexpr bool walk_half_tile(int64_t m, int64_t n, int64_t k) {
