@@ -2052,10 +2052,6 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
     }
     mbar_arrive_at(empty0 + 8 * slot);  // every lane after its last read of the stage
     if (--left == 0 || i == n - 1) {
-      // Lane (g, q) holds tokens g and g + 8 of channels 2q and 2q + 1 of each n-tile: two neighbours of
-      // the [M, N] workspace a token, one vector reduction each (against the [N, M] workspace, whose
-      // reductions needed lanes g and g ^ 1 to swap a value: 28672x8192 at 16 rows 40.2 -> 39.1-39.7
-      // us on the H200 with the settling kernel below, notes/performance.md, forty-seventh session).
       if constexpr (HALF) {
         // acc8[n][p]: channel g of n-tiles 2p and 2p + 1, tokens 8n + 2q and 8n + 2q + 1. Lanes g and g ^ 1
         // swap one value, so each holds two neighbouring channels of one token: one vector reduction.
@@ -2080,6 +2076,10 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
           }
         }
       } else {
+        // Lane (g, q) holds tokens g and g + 8 of channels 2q and 2q + 1 of each n-tile: two neighbours of
+        // the [M, N] workspace a token, one vector reduction each (against the [N, M] workspace, whose
+        // reductions needed lanes g and g ^ 1 to swap a value: 28672x8192 at 16 rows 40.2 -> 39.1-39.7
+        // us on the H200 with the settling kernel below, notes/performance.md, forty-seventh session).
 #pragma unroll
         for (int u = 0; u < MT; ++u) {
 #pragma unroll
