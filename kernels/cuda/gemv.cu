@@ -1588,13 +1588,14 @@ std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // every warp), the tokens' constants and the steps' scale rows. Warp w owns n-tiles 4 w .. 4 w + 3 (8
 // channels each; X is the A operand of mma.m16n8k16 with a tile's 16 tokens as rows, the weights the B
 // operand) and keeps their sums in registers from step to step. From 17 rows X comes in two token tiles
-// and each weight register goes into the products of both (WalkShape's MT). Lane l gives ldmatrix.x4 the
-// address of matrix l / 8 (tile, half), row l % 8 (channel): lane (g, q) then holds word q of the four
-// 16-byte pieces of its channel g, whose rows of K depend on q only, as the mma needs; the two column groups
-// of an n-tile are neighbouring rows, so the swizzle puts the eight rows of a matrix in distinct banks. The
-// words enter the mma unbiased (1024 + n from the low nibbles, 1024 + 16 n from the high ones, by one
-// LOP3 each; NAIVE: the same values by one integer-to-half conversion an element); X carries the high
-// pairs divided by 16, and each 64-row tile's sums start from minus its tokens' constant, so they come
+// and each weight register goes into the products of both (WalkShape's MT); at 17-24 rows of large matrices
+// the roles turn (the half tile: every token as a column of the mma, the weights as A). Lane l gives
+// ldmatrix.x4 the address of matrix l / 8 (tile, half), row l % 8 (channel): lane (g, q) then holds word q of
+// the four 16-byte pieces of its channel g, whose rows of K depend on q only, as the mma needs; the two
+// column groups of an n-tile are neighbouring rows, so the swizzle puts the eight rows of a matrix in
+// distinct banks. The words enter the mma unbiased (1024 + n from the low nibbles, 1024 + 16 n from the high
+// ones, by one LOP3 each; NAIVE: the same values by one integer-to-half conversion an element); X carries the
+// high pairs divided by 16, and each 64-row tile's sums start from minus its tokens' constant, so they come
 // out exact up to fp32 rounding and take the group's scale (groups of 64: each tile its own; else the
 // step's). The blocks share the (range, step) units stream-K fashion, an equal run each; a warp adds its
 // sums into the [M, N] workspace where a range or its run ends, and the settling kernel writes the
@@ -1645,7 +1646,7 @@ struct WalkShape {
 
 // Blocks a multiprocessor (the kernel's bound, and the shared memory that holds it there). The half tile
 // (HALF) needs 126-168 registers where the whole second tile took 156-168: with one step a stage and one
-// scale row, three blocks fit 128 (fp16 and bf16 spill 16 bytes outside the step's products) and ran
+// scale row, three blocks fit 128 (fp16 and bf16 spill 16 bytes: two local loads a step) and ran
 // fp16 at 17-24 rows of 28672x8192 and 8192x28672 1.04-1.05x faster than two (51.3 against 53.8 us on the
 // H200, the first form of the half tile); groups of 64 (32 bytes of stack under three) and bf16's two
 // steps a stage keep two (notes/performance.md, sixty-third session).
@@ -1872,6 +1873,33 @@ __device__ __forceinline__ void walk_scale(float (&acc)[kWalkTiles][4], const fl
   }
 }
 
+// The same for the half tile's sums (e[n][r][p]: channel g of n-tiles 2p and 2p + 1, walk_start_t8): each
+// channel's scale once for its three token tiles.
+template <int R>
+__device__ __forceinline__ void walk_scale_t8(float (&acc)[3][2][4], const float (&e)[3][R][2][4],
+                                              uint32_t ss, int warp, int g) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {
+      float sc[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // channel g of n-tile 2p + h
+        const int c = 8 * (warp * kWalkTiles + 2 * p + h) + g;
+        const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups) + 4 * (c / 2));
+        sc[h] = quant::half_to_f32(c % 2 ? bits::hi16(sv) : bits::lo16(sv));
+      }
+#pragma unroll
+      for (int n = 0; n < 3; ++n) {
+        acc[n][p][0] = fmaf(e[n][r][p][0], sc[0], acc[n][p][0]);
+        acc[n][p][1] = fmaf(e[n][r][p][1], sc[0], acc[n][p][1]);
+        acc[n][p][2] = fmaf(e[n][r][p][2], sc[1], acc[n][p][2]);
+        acc[n][p][3] = fmaf(e[n][r][p][3], sc[1], acc[n][p][3]);
+      }
+    }
+  }
+}
+
 // G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row. HALF: the half
 // tile (gemv::walk_half_tile, two token tiles only).
 template <OutType T, bool NAIVE, bool G64, int SPS, int MT, bool HALF>
@@ -1963,8 +1991,8 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
     const int row = mt * kWalkGroups + 2 * (warp * kWalkTiles + t) + mi / 4;
     lm[t] = static_cast<uint32_t>(row * 128 + (((2 * (mi % 4) + mh) ^ (row & 7)) * 16));
   }
-  float acc[HALF ? 1 : MT][kWalkTiles][4] = {};
-  float acc8[HALF ? 3 : 1][2][4] = {};                          // the half tile's walk: e's sums, scaled
+  float acc[HALF ? 1 : MT][kWalkTiles][4] = {};                 // the sums, scaled (the half tile's are acc8)
+  float acc8[HALF ? 3 : 1][2][4] = {};                          // the half tile's: e's sums, scaled
   int range = u0 / units, left = units - (u0 - range * units);  // units of this range still to come
   for (int i = 0; i < n; ++i) {
     const int slot = i % kWalkStages;
@@ -2008,26 +2036,7 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
             wide_mma<T>(e[2][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xh.x, xh.y);
           }
         }
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-          for (int p = 0; p < 2; ++p) {
-            float sc[2];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {  // channel g of n-tile 2p + h
-              const int c = 8 * (warp * kWalkTiles + 2 * p + h) + g;
-              const uint32_t sv = lds_u32(ss + 4 * (r * 2 * kWalkGroups) + 4 * (c / 2));
-              sc[h] = quant::half_to_f32(c % 2 ? bits::hi16(sv) : bits::lo16(sv));
-            }
-#pragma unroll
-            for (int n8 = 0; n8 < 3; ++n8) {
-              acc8[n8][p][0] = fmaf(e[n8][r][p][0], sc[0], acc8[n8][p][0]);
-              acc8[n8][p][1] = fmaf(e[n8][r][p][1], sc[0], acc8[n8][p][1]);
-              acc8[n8][p][2] = fmaf(e[n8][r][p][2], sc[1], acc8[n8][p][2]);
-              acc8[n8][p][3] = fmaf(e[n8][r][p][3], sc[1], acc8[n8][p][3]);
-            }
-          }
-        }
+        walk_scale_t8(acc8, e, ss, warp, g);
       } else {
         // One token tile after the other, each through the step's weights (b, held) and into its sums:
         // d then lives for one tile only.
