@@ -890,6 +890,29 @@ TEST_CASE("gemv split: the walk's half tile takes 17 to 24 rows from 2^25 weight
   for (const int64_t m : {1, 2, 16, 25, 32}) CHECK_FALSE(gemv::walk_half_tile(m, 28672, 8192));
 }
 
+TEST_CASE("gemv split: 2 to 8 rows go on the mma's n8 side where the walk's stage has two steps") {
+  const auto n8 = [](bool bf16, int64_t m, int64_t n, int64_t k) {
+    return gemv::walk_eight_n8(m, gemv::walk16_stage_steps(bf16, n, k));
+  };
+  for (const int64_t m : {2, 3, 5, 8}) {
+    // bf16 X from 2^25 weights, K an even number of steps: the shapes the GPU case and the bench run.
+    CHECK(n8(true, m, 28672, 8192));
+    CHECK(n8(true, m, 8192, 28672));
+    CHECK(n8(true, m, 8192, 8192));
+    CHECK(n8(true, m, 14336, 4096));
+    CHECK(n8(true, m, 256, 131072));
+    CHECK(n8(true, m, 6144, 11008));  // 86 steps
+    // One step a stage: fp16 X, bf16 below 2^25 weights or with an odd number of steps.
+    CHECK_FALSE(n8(false, m, 28672, 8192));
+    CHECK_FALSE(n8(false, m, 256, 131072));
+    CHECK_FALSE(n8(true, m, 4096, 4096));
+    CHECK_FALSE(n8(true, m, 2048, 8320));        // 2^24 weights and a little more
+    CHECK_FALSE(n8(true, m, 4096, 8192 + 128));  // 65 steps
+  }
+  // From 9 rows the tile of 16 (and from 17 two token tiles).
+  for (const int64_t m : {9, 12, 16, 17, 24}) CHECK_FALSE(n8(true, m, 28672, 8192));
+}
+
 TEST_CASE("gemv split: the walk takes two steps of K a stage for bf16 X from 2^25 weights, K even in steps") {
   CHECK(gemv::walk16_stage_steps(true, 28672, 8192) == 2);
   CHECK(gemv::walk16_stage_steps(true, 8192, 28672) == 2);

@@ -1645,13 +1645,13 @@ struct WalkShape {
 };
 
 // Blocks a multiprocessor (the kernel's bound, and the shared memory that holds it there). The half tile
-// (HALF) needs 126-168 registers where the whole second tile took 156-168: with one step a stage and one
-// scale row, three blocks fit 128 (fp16 and bf16 spill 16 bytes: two local loads a step) and ran
-// fp16 at 17-24 rows of 28672x8192 and 8192x28672 1.04-1.05x faster than two (51.3 against 53.8 us on the
+// (N8 with two token tiles) needs 126-168 registers where the whole second tile took 156-168: with one step a
+// stage and one scale row, three blocks fit 128 (fp16 and bf16 spill 16 bytes: two local loads a step) and
+// ran fp16 at 17-24 rows of 28672x8192 and 8192x28672 1.04-1.05x faster than two (51.3 against 53.8 us on the
 // H200, the first form of the half tile); groups of 64 (32 bytes of stack under three) and bf16's two
 // steps a stage keep two (notes/performance.md, sixty-third session).
-template <bool G64, int SPS, int MT, bool HALF>
-constexpr int walk_blocks = (HALF && SPS == 1 && !G64) ? 3 : WalkShape<SPS, MT>::kBlocksPerSm;
+template <bool G64, int SPS, int MT, bool N8>
+constexpr int walk_blocks = (N8 && MT == 2 && SPS == 1 && !G64) ? 3 : WalkShape<SPS, MT>::kBlocksPerSm;
 
 // bf16 X with groups of 128 rows or more: the walk reads the step's whole constant (walk_x_kernel sums
 // both tiles' in double and rounds once), one 16-byte read a step and no adds where it read two and added
@@ -1676,7 +1676,7 @@ struct WalkArgs : FtIo {
 // high rows' X / 16 (the values as staged), summed in double in a fixed order and rounded once. bf16 X
 // (whose weights enter as 128 + n, every nibble after a shift): X as it is, and 136 x every row's.
 // whole_step: a group of 128 rows or more, tile 1's place holds the step's constant (both tiles').
-// n8: the fragments and constants as the half tile's walk reads them, tokens as the mma's B operand: the
+// n8: the fragments and constants as the walk's N8 form reads them, tokens as the mma's B operand: the
 // fragment's words in the order (g, k 2q), (g, k 2q + 8), (g + 8, k 2q), (g + 8, k 2q + 8), so that tokens
 // g and g + 8 each take an aligned register pair, and float4 q of a 64-row tile holds minus the constants
 // of tokens 2q, 2q + 1, 2q + 8 and 2q + 9 (float4s 4-7 unused).
@@ -1826,13 +1826,15 @@ __device__ __forceinline__ void walk_start(float (&d)[R][kWalkTiles][4], uint32_
     }
   }
 }
-// The same for the half tile's walk (every token as a column of the mma, walk_x_kernel's n8 order): float4
-// q of 64-row tile r holds tokens 2q, 2q + 1, 2q + 8 and 2q + 9 of the tile; e[n] takes tokens 8n + 2q
-// and 8n + 2q + 1 (n = 0, 1 from c0, tokens 0..15; n = 2 from c1, the tile of tokens 16..31).
-template <bool WHOLE, bool G64, int R>
-__device__ __forceinline__ void walk_start_t8(float (&e)[3][R][2][4], uint32_t c0, uint32_t c1, int q) {
+// The same for the walk with every token on the mma's n8 side (walk_x_kernel's n8 order): float4 q of
+// 64-row tile r holds tokens 2q, 2q + 1, 2q + 8 and 2q + 9 of the tile; e[n] takes tokens 8n + 2q and
+// 8n + 2q + 1. NT8 = 3, the half tile: n = 0, 1 from c0 (tokens 0..15) and n = 2 from c1 (the tile of
+// tokens 16..31). NT8 = 1, 2-8 rows: n = 0 from c0 only.
+template <bool WHOLE, bool G64, int NT8, int R>
+__device__ __forceinline__ void walk_start_t8(float (&e)[NT8][R][2][4], uint32_t c0, uint32_t c1, int q) {
+  static_assert(NT8 == 1 || NT8 == 3, "tokens 0..7, or 0..23");
 #pragma unroll
-  for (int tt = 0; tt < 2; ++tt) {
+  for (int tt = 0; tt < (NT8 == 3 ? 2 : 1); ++tt) {
     const uint32_t cu = (tt ? c1 : c0) + 16 * q;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -1849,7 +1851,9 @@ __device__ __forceinline__ void walk_start_t8(float (&e)[3][R][2][4], uint32_t c
       for (int p = 0; p < 2; ++p) {
         float* lo = e[2 * tt][r][p];
         lo[0] = m.x, lo[1] = m.y, lo[2] = m.x, lo[3] = m.y;
-        if (tt == 0) e[1][r][p][0] = m.z, e[1][r][p][1] = m.w, e[1][r][p][2] = m.z, e[1][r][p][3] = m.w;
+        if constexpr (NT8 == 3) {
+          if (tt == 0) e[1][r][p][0] = m.z, e[1][r][p][1] = m.w, e[1][r][p][2] = m.z, e[1][r][p][3] = m.w;
+        }
       }
     }
   }
@@ -1873,10 +1877,10 @@ __device__ __forceinline__ void walk_scale(float (&acc)[kWalkTiles][4], const fl
   }
 }
 
-// The same for the half tile's sums (e[n][r][p]: channel g of n-tiles 2p and 2p + 1, walk_start_t8): each
-// channel's scale once for its three token tiles.
-template <int R>
-__device__ __forceinline__ void walk_scale_t8(float (&acc)[3][2][4], const float (&e)[3][R][2][4],
+// The same for the n8 side's sums (e[n][r][p]: channel g of n-tiles 2p and 2p + 1, walk_start_t8): each
+// channel's scale once for its NT8 token tiles of 8.
+template <int NT8, int R>
+__device__ __forceinline__ void walk_scale_t8(float (&acc)[NT8][2][4], const float (&e)[NT8][R][2][4],
                                               uint32_t ss, int warp, int g) {
 #pragma unroll
   for (int r = 0; r < R; ++r) {
@@ -1890,7 +1894,7 @@ __device__ __forceinline__ void walk_scale_t8(float (&acc)[3][2][4], const float
         sc[h] = quant::half_to_f32(c % 2 ? bits::hi16(sv) : bits::lo16(sv));
       }
 #pragma unroll
-      for (int n = 0; n < 3; ++n) {
+      for (int n = 0; n < NT8; ++n) {
         acc[n][p][0] = fmaf(e[n][r][p][0], sc[0], acc[n][p][0]);
         acc[n][p][1] = fmaf(e[n][r][p][1], sc[0], acc[n][p][1]);
         acc[n][p][2] = fmaf(e[n][r][p][2], sc[1], acc[n][p][2]);
@@ -1900,12 +1904,13 @@ __device__ __forceinline__ void walk_scale_t8(float (&acc)[3][2][4], const float
   }
 }
 
-// G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row. HALF: the half
-// tile (gemv::walk_half_tile, two token tiles only).
-template <OutType T, bool NAIVE, bool G64, int SPS, int MT, bool HALF>
-__global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, SPS, MT, HALF>)
+// G64: groups of 64 rows (each tile of a step its own scale row); else the step's one row. N8: every token
+// on the mma's n8 side; with two token tiles the half tile (gemv::walk_half_tile: tokens 0..23, three tiles
+// of 8), with one tokens 0..7 (gemv::walk_eight_n8: 2-8 rows, one tile of 8).
+template <OutType T, bool NAIVE, bool G64, int SPS, int MT, bool N8>
+__global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, SPS, MT, N8>)
     ft_walk16_kernel(WalkArgs a, const __grid_constant__ CUtensorMap wmap) {
-  static_assert(!HALF || MT == 2, "the half tile is a second token tile's");
+  constexpr int kT8 = MT == 2 ? 3 : 1;  // N8: token tiles of 8 on the n8 side
 #ifdef DQL_BULK_COPY
   using S = WalkShape<SPS, MT>;
   constexpr int kWalkStages = S::kStages;
@@ -1991,8 +1996,8 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
     const int row = mt * kWalkGroups + 2 * (warp * kWalkTiles + t) + mi / 4;
     lm[t] = static_cast<uint32_t>(row * 128 + (((2 * (mi % 4) + mh) ^ (row & 7)) * 16));
   }
-  float acc[HALF ? 1 : MT][kWalkTiles][4] = {};                 // the sums, scaled (the half tile's are acc8)
-  float acc8[HALF ? 3 : 1][2][4] = {};                          // the half tile's: e's sums, scaled
+  float acc[N8 ? 1 : MT][kWalkTiles][4] = {};                   // the sums, scaled (N8's are acc8)
+  float acc8[N8 ? kT8 : 1][2][4] = {};                          // N8's: e's sums, scaled
   int range = u0 / units, left = units - (u0 - range * units);  // units of this range still to come
   for (int i = 0; i < n; ++i) {
     const int slot = i % kWalkStages;
@@ -2010,21 +2015,32 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
       uint32_t b[kWalkTiles][4];
 #pragma unroll
       for (int t = 0; t < kWalkTiles; ++t) ldmatrix_x4(b[t], wb + lm[t]);
-      if constexpr (HALF) {
+      if constexpr (N8) {
         // Every token on the mma's n8 side (B: tokens 0..7 {xa.x, xa.y}, 8..15 {xa.z, xa.w}, 16..23
-        // {xh.x, xh.y}, walk_x_kernel's n8 order), the weights as the A operand: n-tiles 2p and 2p + 1 as
-        // m16 (rows g and g + 8 are their channels g, and a channel's B registers are its A row's). Each
-        // converted weight register then has one role. With tokens 0..15 as the A operand the same
-        // registers were also B pairs, no register order serves both, and ptxas copied every A quad (64
-        // moves a step, 21% of the step's instructions): this form is 1.07-1.10x faster on the large shapes
-        // on the H200 (notes/performance.md, sixty-fourth session). e[n][r][p] holds channel g of n-tile 2p
-        // (0, 1) and of 2p + 1 (2, 3), tokens 8n + 2q and 8n + 2q + 1.
-        float e[3][kRows][2][4];
-        walk_start_t8<kWholeStep, G64>(e, cs, cs + S::kCT, q);
+        // {xh.x, xh.y}, walk_x_kernel's n8 order; 2-8 rows the first pair only), the weights as the A
+        // operand: n-tiles 2p and 2p + 1 as m16 (rows g and g + 8 are their channels g, and a channel's B
+        // registers are its A row's). Each converted weight register then has one role. With tokens 0..15
+        // as the A operand the same registers were also B pairs, no register order serves both, and ptxas
+        // copied every A quad (64 moves a step, 21% of the step's instructions): this form is 1.07-1.10x
+        // faster on the large shapes on the H200 (notes/performance.md, sixty-fourth session). e[n][r][p]
+        // holds channel g of n-tile 2p (0, 1) and of 2p + 1 (2, 3), tokens 8n + 2q and 8n + 2q + 1.
+        // 2-8 rows (one tile of 8 against the A quads, 16 products a step where the tile of 16 takes 32)
+        // where the stage has two steps (bf16 X): 1.02-1.04x with groups of 128 at 28672x8192, 8192x28672,
+        // 8192x8192 and 14336x4096 on the H200, 1.03-1.06x with groups of 64; fp16 X on one step a stage
+        // 0.99-1.01x, so it keeps the tile of 16 (notes/performance.md, sixty-fifth session).
+        float e[kT8][kRows][2][4];
+        walk_start_t8<kWholeStep, G64>(e, cs, cs + (MT == 2 ? S::kCT : 0), q);
 #pragma unroll
         for (int f = 0; f < 8; ++f) {
-          const uint4 xa = lds_v4(xs + 16 * (f * 32 + lane));
-          const uint2 xh = lds_v2(xs + S::kXT + 16 * (f * 32 + lane));
+          uint4 xa;
+          uint2 xh = {};
+          if constexpr (kT8 == 3) {
+            xa = lds_v4(xs + 16 * (f * 32 + lane));
+            xh = lds_v2(xs + S::kXT + 16 * (f * 32 + lane));
+          } else {
+            const uint2 x0 = lds_v2(xs + 16 * (f * 32 + lane));
+            xa = make_uint4(x0.x, x0.y, 0u, 0u);
+          }
 #pragma unroll
           for (int p = 0; p < 2; ++p) {
             uint32_t lo[2], hi[2];
@@ -2032,8 +2048,10 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
             for (int h = 0; h < 2; ++h)
               walk_pairs<NAIVE, T>(f % 2 ? b[2 * p + h][f / 2] >> 8 : b[2 * p + h][f / 2], lo[h], hi[h]);
             wide_mma<T>(e[0][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xa.x, xa.y);
-            wide_mma<T>(e[1][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xa.z, xa.w);
-            wide_mma<T>(e[2][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xh.x, xh.y);
+            if constexpr (kT8 == 3) {
+              wide_mma<T>(e[1][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xa.z, xa.w);
+              wide_mma<T>(e[2][G64 ? f / 4 : 0][p], lo[0], lo[1], hi[0], hi[1], xh.x, xh.y);
+            }
           }
         }
         walk_scale_t8(acc8, e, ss, warp, g);
@@ -2061,12 +2079,12 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
     }
     mbar_arrive_at(empty0 + 8 * slot);  // every lane after its last read of the stage
     if (--left == 0 || i == n - 1) {
-      if constexpr (HALF) {
+      if constexpr (N8) {
         // acc8[n][p]: channel g of n-tiles 2p and 2p + 1, tokens 8n + 2q and 8n + 2q + 1. Lanes g and g ^ 1
         // swap one value, so each holds two neighbouring channels of one token: one vector reduction.
         const bool odd = g % 2;
 #pragma unroll
-        for (int n8 = 0; n8 < 3; ++n8) {
+        for (int n8 = 0; n8 < kT8; ++n8) {
 #pragma unroll
           for (int p = 0; p < 2; ++p) {
 #pragma unroll
@@ -2161,19 +2179,19 @@ bool walk_map(CUtensorMap* map, const GemvLaunch& L, int sps) {
                        CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
-template <OutType T, bool NAIVE, bool G64, int SPS, int MT, bool HALF>
+template <OutType T, bool NAIVE, bool G64, int SPS, int MT, bool N8>
 std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
   using S = WalkShape<SPS, MT>;
-  const auto kernel = ft_walk16_kernel<T, NAIVE, G64, SPS, MT, HALF>;
+  const auto kernel = ft_walk16_kernel<T, NAIVE, G64, SPS, MT, N8>;
   static Fit fit;
   WalkArgs a{ft_io(L, ws), reinterpret_cast<const uint4*>(ws.xs),
              reinterpret_cast<const float4*>(ws.xs + MT * gemv::kWalkRows * L.w.k),
              static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep / SPS))};
   walk_x_kernel<T><<<dim3(static_cast<unsigned>(L.w.k / gemv::kWalkStep), MT), 256>>>(
-      a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>, HALF);
+      a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>, N8);
   // Held to walk_blocks blocks a multiprocessor by unused shared memory.
   const size_t smem =
-      std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(walk_blocks<G64, SPS, MT, HALF>, 0));
+      std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(walk_blocks<G64, SPS, MT, N8>, 0));
   const int64_t blocks =
       std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit, kernel, smem, kWalkThreads)} * L.sms);
   DependentLaunch walk(blocks, kWalkThreads, smem);
@@ -2189,21 +2207,28 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
   return status("the W4A16 walk of 2 to 32 rows (copy engine)", wait);
 }
 
-template <OutType T, bool NAIVE, int MT, bool HALF>
+template <OutType T, bool NAIVE, int MT, bool N8>
 std::string launch_walk16_t(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
                             bool wait) {
   if constexpr (T == OutType::BF16) {
     if (sps == 2)
-      return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2, MT, HALF>(L, ws, wmap, wait)
-                             : launch_walk16_g<T, NAIVE, false, 2, MT, HALF>(L, ws, wmap, wait);
+      return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2, MT, N8>(L, ws, wmap, wait)
+                             : launch_walk16_g<T, NAIVE, false, 2, MT, N8>(L, ws, wmap, wait);
   }
-  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 1, MT, HALF>(L, ws, wmap, wait)
-                         : launch_walk16_g<T, NAIVE, false, 1, MT, HALF>(L, ws, wmap, wait);
+  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 1, MT, N8>(L, ws, wmap, wait)
+                         : launch_walk16_g<T, NAIVE, false, 1, MT, N8>(L, ws, wmap, wait);
 }
 template <OutType T, bool NAIVE>
 std::string launch_walk16(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
                           bool wait) {
-  if (gemv::walk_token_tiles(L.p.m) == 1) return launch_walk16_t<T, NAIVE, 1, false>(L, ws, wmap, sps, wait);
+  if (gemv::walk_token_tiles(L.p.m) == 1) {
+    if constexpr (T == OutType::BF16) {  // two steps a stage only
+      if (gemv::walk_eight_n8(L.p.m, sps))
+        return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2, 1, true>(L, ws, wmap, wait)
+                               : launch_walk16_g<T, NAIVE, false, 2, 1, true>(L, ws, wmap, wait);
+    }
+    return launch_walk16_t<T, NAIVE, 1, false>(L, ws, wmap, sps, wait);
+  }
   return gemv::walk_half_tile(L.p.m, L.w.n, L.w.k)
              ? launch_walk16_t<T, NAIVE, 2, true>(L, ws, wmap, sps, wait)
              : launch_walk16_t<T, NAIVE, 2, false>(L, ws, wmap, sps, wait);

@@ -271,6 +271,14 @@ constexpr int64_t kWalkHalfWeights = int64_t{1} << 25;
 constexpr bool walk_half_tile(int64_t m, int64_t n, int64_t k) {
   return m > kWalkRows && m <= kWalkHalfRows && n * k >= kWalkHalfWeights;
 }
+// 2 to 8 rows where a stage of the walk has two steps (bf16 X, walk16_stage_steps): tokens 0..7 go as the
+// mma's n8 operand (one tile of 8) against pairs of the step's n-tiles, 16 products a step where the tile
+// of 16 takes 32. On the H200 against the tile of 16, two alternated rounds (notes/performance.md,
+// sixty-fifth session): bf16 1.02-1.04x with groups of 128 at 28672x8192, 8192x28672, 8192x8192 and
+// 14336x4096, 1.03-1.06x with groups of 64, the naive twin 0.99-1.03x; fp16 (one step a stage)
+// 0.99-1.01x, and bf16 at 4096x4096 (one step a stage) 1.00-1.01x.
+constexpr int64_t kWalkEightRows = 8;
+constexpr bool walk_eight_n8(int64_t m, int stage_steps) { return m <= kWalkEightRows && stage_steps == 2; }
 constexpr int64_t kWalkLeastWeights = int64_t{1} << 24;
 constexpr int64_t kWalkLeastRows = 2;                     // from kWalkTwoRowWeights
 constexpr int64_t kWalkTwoRowWeights = int64_t{1} << 25;  // below: from 3 rows

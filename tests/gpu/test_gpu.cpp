@@ -1114,7 +1114,8 @@ TEST_CASE("gemv: 2 to 32 rows of int4 on the walk fed by the copy engine, its ru
   // Groups of 64 (each 64-row tile its own scale), 128 and one a channel; 2 (from 2^25 weights: 256x131072
   // and 6144x11008), 3, 5, 8, 9, 12 and 16 rows, and 17, 24 and 32 in two token tiles (the tokens past M
   // read zeros and only those below M meet; at 17 and 24 rows the shapes of 2^25 weights or more,
-  // 256x131072 and 6144x11008, take the half tile, gemv::walk_half_tile);
+  // 256x131072 and 6144x11008, take the half tile, gemv::walk_half_tile; there bf16 X at 2-8 rows puts its
+  // tokens on the mma's n8 side too, gemv::walk_eight_n8);
   // an activation in the epilogue; the naive conversion beside the recipe's (the same operands: equal up to
   // the order in which the runs meet).
   auto gpu = open_gpu();
