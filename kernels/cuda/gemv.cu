@@ -2207,25 +2207,27 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
   return status("the W4A16 walk of 2 to 32 rows (copy engine)", wait);
 }
 
+// The instance for the weights' groups: 64 rows, or whole steps.
+template <OutType T, bool NAIVE, int SPS, int MT, bool N8>
+std::string launch_walk16_s(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, bool wait) {
+  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, SPS, MT, N8>(L, ws, wmap, wait)
+                         : launch_walk16_g<T, NAIVE, false, SPS, MT, N8>(L, ws, wmap, wait);
+}
 template <OutType T, bool NAIVE, int MT, bool N8>
 std::string launch_walk16_t(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
                             bool wait) {
   if constexpr (T == OutType::BF16) {
-    if (sps == 2)
-      return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2, MT, N8>(L, ws, wmap, wait)
-                             : launch_walk16_g<T, NAIVE, false, 2, MT, N8>(L, ws, wmap, wait);
+    if (sps == 2) return launch_walk16_s<T, NAIVE, 2, MT, N8>(L, ws, wmap, wait);
   }
-  return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 1, MT, N8>(L, ws, wmap, wait)
-                         : launch_walk16_g<T, NAIVE, false, 1, MT, N8>(L, ws, wmap, wait);
+  return launch_walk16_s<T, NAIVE, 1, MT, N8>(L, ws, wmap, wait);
 }
 template <OutType T, bool NAIVE>
 std::string launch_walk16(const GemvLaunch& L, const Workspace& ws, const CUtensorMap& wmap, int sps,
                           bool wait) {
   if (gemv::walk_token_tiles(L.p.m) == 1) {
-    if constexpr (T == OutType::BF16) {  // two steps a stage only
-      if (gemv::walk_eight_n8(L.p.m, sps))
-        return L.w.group == 64 ? launch_walk16_g<T, NAIVE, true, 2, 1, true>(L, ws, wmap, wait)
-                               : launch_walk16_g<T, NAIVE, false, 2, 1, true>(L, ws, wmap, wait);
+    // Two steps a stage are bf16's only (gemv::walk16_stage_steps), so fp16 has no such instances.
+    if constexpr (T == OutType::BF16) {
+      if (gemv::walk_eight_n8(L.p.m, sps)) return launch_walk16_s<T, NAIVE, 2, 1, true>(L, ws, wmap, wait);
     }
     return launch_walk16_t<T, NAIVE, 1, false>(L, ws, wmap, sps, wait);
   }
