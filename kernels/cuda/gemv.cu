@@ -2109,27 +2109,25 @@ __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, S
           }
         }
       } else {
-        // Lane (g, q) holds tokens g and g + 8 of channels 2q and 2q + 1 of each n-tile: two neighbours of
-        // the [M, N] workspace a token (as two 8-byte reductions, against the [N, M] workspace, whose
-        // reductions needed lanes g and g ^ 1 to swap a value: 28672x8192 at 16 rows 40.2 -> 39.1-39.7
-        // us on the H200 with the settling kernel below, notes/performance.md, forty-seventh session).
+        // Lane (g, q) holds tokens g and g + 8 of channels 2q and 2q + 1 of each n-tile. Lanes q and q ^ 1
+        // swap a pair, so that each holds four neighbouring channels of one token (q even: token g, q odd:
+        // token g + 8; channels 4 (q / 2) .. 4 (q / 2) + 3 of the n-tile either way): one 16-byte reduction
+        // of the [M, N] workspace where two 8-byte ones were. They touch the same 32-byte sectors, and the
+        // flush measured no shorter (1.00-1.01x), but the walk takes 2-16 fewer registers and the naive twin
+        // for fp16 X ran 1.02x faster (notes/performance.md, sixty-sixth session).
 #pragma unroll
         for (int u = 0; u < MT; ++u) {
 #pragma unroll
           for (int t = 0; t < kWalkTiles; ++t) {
-            const int64_t ch = int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 2 * q;
-            // Lanes q and q ^ 1 swap a pair, so that each holds four neighbouring channels of one token (q
-            // even: token g, channels 2q .. 2q + 3; q odd: token g + 8, channels 2q - 2 .. 2q + 1): one
-            // 16-byte reduction where two 8-byte ones were. They touch the same 32-byte sectors, and the
-            // flush measured no shorter (1.00-1.01x), but the walk takes 2-16 fewer registers and the naive
-            // twin for fp16 X ran 1.02x faster (notes/performance.md, sixty-sixth session).
+            const int64_t ch =
+                int64_t{range} * gemv::kWalkChannels + 8 * (warp * kWalkTiles + t) + 4 * (q / 2);
             const bool odd = q % 2;
             const float s0 = odd ? acc[u][t][0] : acc[u][t][2], s1 = odd ? acc[u][t][1] : acc[u][t][3];
             const float r0 = __shfl_xor_sync(0xFFFFFFFFu, s0, 1), r1 = __shfl_xor_sync(0xFFFFFFFFu, s1, 1);
             const float4 v = odd ? make_float4(r0, r1, acc[u][t][2], acc[u][t][3])
                                  : make_float4(acc[u][t][0], acc[u][t][1], r0, r1);
             const int64_t tok = 16 * u + g + (odd ? 8 : 0);
-            if (tok < a.m) red_add4(a.sums + RowMajorSums{}(a.out, tok, ch - (odd ? 2 : 0)), v);
+            if (tok < a.m) red_add4(a.sums + RowMajorSums{}(a.out, tok, ch), v);
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc[u][t][e] = 0.0f;
           }
