@@ -840,10 +840,35 @@ TEST_CASE("gemv split: one row of int4 on the lane form, warps a block and range
           REQUIRE((g.rows - 1) * warps * gemv::kLaneSlab < k);
           REQUIRE(g.shared_bytes <= gemv::kLanePartBytes);
           REQUIRE(g.shared_bytes == warps * g.per * 16);
+          REQUIRE((g.rows - 1) * n <= gemv::workspace_sum_floats(n, k, 1));  // room for the slots
         }
       }
     }
   }
+}
+
+TEST_CASE("gemv split: the lane form's rows of blocks meet in slots where the whole grid fits at once") {
+  // 8192x28672 on the H200: 7 rows of 37 ranges of 16-warp blocks, 259 of the 264 it holds at once.
+  const gemv::LaneGrid b = gemv::lane_grid(8192, 28672, 16, 264);
+  CHECK(b.rows * b.columns == 259);
+  CHECK(gemv::lane_meets_in_slots(b, 8192, 28672, 264));
+  // The same grid on a device that holds fewer blocks than it has: the last row could wait for a block
+  // that has no place to start, so the last block to arrive settles each range instead.
+  CHECK_FALSE(gemv::lane_meets_in_slots(b, 8192, 28672, 258));
+  // One row of blocks: nothing to meet.
+  CHECK_FALSE(gemv::lane_meets_in_slots(gemv::lane_grid(28672, 8192, 32, 132), 28672, 8192, 132));
+  // Ranges capped at 128 groups (kLanePartBytes): 1024 blocks, four waves.
+  const gemv::LaneGrid wide = gemv::lane_grid(131072, 16384, 16, 264);
+  CHECK(wide.per == 128);
+  CHECK(wide.rows * wide.columns == 1024);
+  CHECK_FALSE(gemv::lane_meets_in_slots(wide, 131072, 16384, 264));
+  // The workspace has room for the slots of every block size's rows (for every grid: the test above),
+  // and only a row of X needs it.
+  CHECK(gemv::lane_slot_floats(8192, 28672) == 13 * 8192);  // 112 slabs: 14 rows of 8 warps
+  CHECK(gemv::lane_slot_floats(8192, 8192) == 0);           // one block holds the whole K
+  CHECK(gemv::workspace_sum_floats(8192, 28672, 1) == 13 * 8192);
+  CHECK(gemv::workspace_sum_floats(8192, 28672, 2) == gemv::sum_floats(8192, 2));
+  CHECK(gemv::workspace_sum_floats(4096, 8192, 1) == gemv::sum_floats(4096, 1));
 }
 
 TEST_CASE("gemv split: where the walk fed by the copy engine takes 2 to 32 rows") {

@@ -140,7 +140,7 @@ Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   char* p = static_cast<char*>(base);
   Workspace ws;
   ws.sums = reinterpret_cast<float*>(p);
-  p += align256(static_cast<size_t>(gemv::sum_floats(w.n, m)) * 4);
+  p += align256(static_cast<size_t>(gemv::workspace_sum_floats(w.n, w.k, m)) * 4);
   ws.counters = reinterpret_cast<unsigned*>(p);
   p += align256(static_cast<size_t>(counter_count(w, m)) * 4);
   ws.aq = reinterpret_cast<int8_t*>(p);
@@ -696,7 +696,6 @@ struct BulkArgs : FtIo {
 static_assert(gemv::kBlockThreads == kSliceWarps * 32 && gemv::kTileChannels == 16 * kSliceWarps,
               "split.hpp's rules describe this kernel's blocks and tiles");
 
-#ifdef DQL_BULK_COPY
 using gemv::kSlotLoads;
 constexpr uint32_t kSlotMark = 0x7FC0A5A5u;  // a NaN other than the canonical one
 
@@ -730,6 +729,8 @@ __device__ __forceinline__ void wait_for_slots(uint32_t (&v)[N], Load load) {
     }
   }
 }
+
+#ifdef DQL_BULK_COPY
 
 // Called by every thread of the block at the end of its run in `tile`; `each(fn)` calls fn(tok, ch,
 // value) for the thread's outputs; `scratch`: 64 * M floats of shared memory no copy is writing.
@@ -1456,13 +1457,49 @@ __device__ __forceinline__ float lane_x_bf16(uint32_t (&x)[8]) {
   return __int_as_float((127 - e) << 23);
 }
 
+// The rows of blocks beyond K = 8192 meet in slots of the workspace, as the persistent grid's runs do
+// (meet_in_slots): row y < rows - 1 stores its sums in slot y ([rows - 1][N] floats) and ends; the last row,
+// the last blocks in launch order, reads the slots as they fill, adds them after its own in row order,
+// writes the outputs and clears the slots for the next call. The grid fits on the device at once
+// (gemv::lane_meets_in_slots), so every block the last row waits for has started. A thread reads up to
+// kLoads slots at once.
+template <OutType T, class Each>
+__device__ __forceinline__ void lane_meet_in_slots(const Out& o, float* sums, Each each) {
+  constexpr int kLoads = 8;
+  const int others = static_cast<int>(gridDim.y) - 1;
+  const int64_t row = blockIdx.y;
+  if (row < others) {
+    each([&](int64_t, int64_t ch, float v) { slot_store(sums + row * o.n + ch, v); });
+    return;
+  }
+  each([&](int64_t, int64_t ch, float v) {
+    float* const at = sums + ch;
+    for (int base = 0; base < others; base += kLoads) {
+      uint32_t got[kLoads];
+#pragma unroll
+      for (int q = 0; q < kLoads; ++q)
+        got[q] = base + q < others ? slot_load(at + (base + q) * o.n) : kSlotMark;
+      wait_for_slots(got, [&](int q) { return slot_load(at + (base + q) * o.n); });
+#pragma unroll
+      for (int q = 0; q < kLoads; ++q) {
+        if (base + q >= others) break;
+        v += __uint_as_float(got[q] ^ kSlotMark);
+        __stcg(at + (base + q) * o.n, 0.0f);
+      }
+    }
+    write_out<T>(o, 0, ch, v);
+  });
+}
+
 // grid (column ranges of `groups_per_block` column groups, K / (256 W) rounded up: gemv::lane_grid);
 // dynamic shared memory: W x groups_per_block x 4 floats. W warps a block, 32 warps a multiprocessor.
 // A row of blocks takes W slabs of K, or with SPREAD `per_row` (gemv::LaneGrid: fewer than W, the
 // slabs spread evenly over the rows), and the warps past per_row have nothing to walk. Two instances
 // rather than one with a run-time count: with per_row in every instance bf16 X's spilled 8 bytes and ran
-// 2% slower at 28672x8192 (notes/performance.md, fifty-ninth session).
-template <OutType T, bool NAIVE, int W, bool SPREAD>
+// 2% slower at 28672x8192 (notes/performance.md, fifty-ninth session). Several rows of blocks meet with
+// SLOTS in slots of the workspace (lane_meet_in_slots), else the last block of a range to arrive settles
+// it (finish_tile): gemv::lane_meets_in_slots.
+template <OutType T, bool NAIVE, int W, bool SPREAD, bool SLOTS = false>
 __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block, int per_row) {
   extern __shared__ float part[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -1543,7 +1580,11 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
       fn(int64_t{0}, 4 * cg0 + i, v);
     }
   };
-  finish_tile<T>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
+  if constexpr (SLOTS) {
+    lane_meet_in_slots<T>(a.out, a.sums, each);
+  } else {
+    finish_tile<T>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
+  }
 }
 
 // Blocks of W warps the device holds at once, asked with the most partial sums a block keeps, so that
@@ -1563,7 +1604,10 @@ template <OutType T, bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, lane_resident<T, NAIVE, W>(L));
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
-  const auto kernel = g.spread ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>;
+  const bool slots = gemv::lane_meets_in_slots(g, L.w.n, L.w.k, lane_resident<T, NAIVE, W>(L));
+  const auto kernel =
+      slots ? (g.spread ? ft_lane_kernel<T, NAIVE, W, true, true> : ft_lane_kernel<T, NAIVE, W, false, true>)
+            : (g.spread ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>);
   kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per),
                                                                 static_cast<int>(g.per_row));
   return status("the one-row W4A16 kernel", wait);
@@ -3287,7 +3331,7 @@ __global__ void epilogue_kernel(Out o) {
 }  // namespace
 
 size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m) {
-  return align256(static_cast<size_t>(gemv::sum_floats(w.n, m)) * 4) +
+  return align256(static_cast<size_t>(gemv::workspace_sum_floats(w.n, w.k, m)) * 4) +
          align256(static_cast<size_t>(counter_count(w, m)) * 4);
 }
 

@@ -369,6 +369,30 @@ inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
   return g;
 }
 
+// Beyond K = 8192 a range's rows of blocks meet in slots of the workspace (ft_lane_kernel): rows 0 ..
+// rows - 2 store their sums in slot `row` ([rows - 1][N] floats, float bits marked so that zero means "not
+// stored yet") and end; the last row, the last blocks in launch order, reads the slots as they fill, adds
+// them after its own sums in row order and writes the outputs. The last row waits for the others, so the
+// whole grid must be on the device at once; where it is not (ranges capped by kLanePartBytes), the last
+// block of a range to arrive settles it (atomic adds, a fence, an arrival counter: three trips to the L2
+// one after another where slots take one). On the H200 (notes/performance.md, sixty-eighth session) slots
+// took M = 1 8192x28672 from 35.0 to 34.3 us, 4096x16384 from 16.1 to 15.0 and 2048x11008 from 11.9 to
+// 10.7, and the outputs no longer depend on the order the blocks finish in.
+// lane_slot_floats: the room the slots need, for the most rows any block gives beyond K = 8192 (8 warps: K /
+// 2048 rounded up); up to 8192 a block holds the whole K.
+inline int64_t lane_slot_floats(int64_t n, int64_t k) {
+  const int64_t slabs = (k + kLaneSlab - 1) / kLaneSlab;
+  return slabs <= 32 ? 0 : ((slabs + 7) / 8 - 1) * n;
+}
+inline bool lane_meets_in_slots(const LaneGrid& g, int64_t n, int64_t k, int64_t resident) {
+  const int64_t room = std::min(lane_slot_floats(n, k), int64_t{1} << 31);
+  return g.rows > 1 && g.rows * g.columns <= resident && (g.rows - 1) * n <= room;
+}
+// The workspace's partial sums: sum_floats, and at one row of X room for the lane form's slots.
+inline int64_t workspace_sum_floats(int64_t n, int64_t k, int64_t m) {
+  return m == 1 ? std::max(sum_floats(n, m), lane_slot_floats(n, k)) : sum_floats(n, m);
+}
+
 // Beyond K = 8192 the rows of blocks meet in the workspace whatever the block, and the block is chosen
 // by its grid: the column groups each warp walks (times the waves the grid takes) plus one for each
 // row of blocks (the meeting), the smaller block where two cost the same. On the H200 this picks 16

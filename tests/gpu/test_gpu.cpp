@@ -983,6 +983,11 @@ TEST_CASE(
   //   device of 132 multiprocessors (4, 2, 1 blocks of 8, 16, 32 warps each) 3 rows of 16 warps with
   //   15, 15 and 13 busy, and 5 rows of 8 warps with 7, 7, 7, 7 and 5 (the last slab half past K),
   //   meeting in the workspace.
+  // - 16x131072: 512 slabs, sixteen rows of 32-warp blocks; the last row waits for fifteen slots, read in
+  //   two rounds (lane_meet_in_slots).
+  // Wherever the grid fits on the device at once (all of these on a device of 16 multiprocessors or
+  // more) the rows of blocks meet in slots of the workspace in a fixed order, so a second call gives the
+  // same outputs bit for bit.
   // Every group size the kernel reads (64, 128, one a channel), fp16 and bf16 X, bias, activation and
   // clamp in the epilogue, and the naive conversion beside the recipe's (the same products: equal up to
   // the order in which the rows of blocks meet).
@@ -990,7 +995,7 @@ TEST_CASE(
   auto cpu = make_cpu_backend();
   const std::pair<int64_t, int64_t> shapes[] = {{48, 8320},    {64, 28672},  {32, 65792},  {64, 2176},
                                                 {16, 384},     {4240, 1024}, {1024, 8192}, {4240, 8192},
-                                                {2048, 11008}, {6144, 8320}};
+                                                {2048, 11008}, {6144, 8320}, {16, 131072}};
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + k), n, k);
     for (const int group : {64, 128, static_cast<int>(k)}) {
@@ -1024,6 +1029,7 @@ TEST_CASE(
           // doubled fp16's: 4e-4 against 2e-4).
           CHECK(eg <= 1.1 * ec);
           CHECK(apart == 0);
+          if (k > 8192) CHECK(gpu->gemv(q, r) == yg);
         }
       }
     }
