@@ -1602,9 +1602,10 @@ int64_t lane_resident(const GemvLaunch& L) {
 // One wave where the column groups allow (gemv::lane_grid).
 template <OutType T, bool NAIVE, int W>
 std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, lane_resident<T, NAIVE, W>(L));
+  const int64_t resident = lane_resident<T, NAIVE, W>(L);
+  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, resident);
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
-  const bool slots = gemv::lane_meets_in_slots(g, L.w.n, L.w.k, lane_resident<T, NAIVE, W>(L));
+  const bool slots = gemv::lane_meets_in_slots(g, L.w.n, L.w.k, resident);
   const auto kernel =
       slots ? (g.spread ? ft_lane_kernel<T, NAIVE, W, true, true> : ft_lane_kernel<T, NAIVE, W, false, true>)
             : (g.spread ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>);
