@@ -871,6 +871,49 @@ TEST_CASE("gemv split: the lane form's rows of blocks meet in slots where the wh
   CHECK(gemv::workspace_sum_floats(4096, 8192, 1) == gemv::sum_floats(4096, 1));
 }
 
+TEST_CASE("gemv split: AWQ at one row on the lane form, columns of 256 channels by rows of runs of steps") {
+  // Taken at one row where 256 divides N, for groups of a multiple of 64, from compute capability 8.0.
+  CHECK(gemv::awq_lane_takes(1, 28672, 128, 90));
+  CHECK(gemv::awq_lane_takes(1, 2048, 64, 80));
+  CHECK_FALSE(gemv::awq_lane_takes(2, 28672, 128, 90));  // more rows: the ring
+  CHECK_FALSE(gemv::awq_lane_takes(1, 200, 128, 90));
+  CHECK_FALSE(gemv::awq_lane_takes(1, 1280 + 128, 128, 90));
+  CHECK_FALSE(gemv::awq_lane_takes(1, 4096, 32, 90));  // the CUDA-core kernels
+  CHECK_FALSE(gemv::awq_lane_takes(1, 4096, 128, 75));
+  // The H200's grids (two blocks of 8 warps a multiprocessor: 264 at once).
+  const auto grid = [](int64_t n, int64_t k, int64_t resident) {
+    const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, resident);
+    return std::array<int64_t, 3>{g.columns, g.rows, g.steps_per_warp};
+  };
+  CHECK(grid(28672, 8192, 264) == std::array<int64_t, 3>{112, 2, 32});
+  CHECK(grid(8192, 28672, 264) == std::array<int64_t, 3>{32, 8, 28});
+  CHECK(grid(8192, 8192, 264) == std::array<int64_t, 3>{32, 8, 8});
+  CHECK(grid(4096, 4096, 264) == std::array<int64_t, 3>{16, 16, 2});
+  CHECK(grid(2048, 11008, 264) == std::array<int64_t, 3>{8, 29, 3});  // 230 runs: the last row 6 warps
+  CHECK(grid(768, 4160, 264) == std::array<int64_t, 3>{3, 33, 1});
+  CHECK(grid(2560, 5120, 264) == std::array<int64_t, 3>{10, 20, 2});
+  // More columns than the device holds: one row of blocks, every warp a run of K / 128 steps.
+  CHECK(grid(131072, 4096, 264) == std::array<int64_t, 3>{512, 1, 32});
+  // Every grid covers K's steps once with no empty row, and is one wave where the columns allow.
+  for (int64_t n = 256; n <= 262144; n = n * 3 + 256) {
+    for (int64_t k = 64; k <= 65536; k = k * 2 + 64) {
+      for (const int64_t resident : {2, 92, 264, 288, 1056}) {
+        const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, resident);
+        const int64_t steps = k / 16, runs = (steps + g.steps_per_warp - 1) / g.steps_per_warp;
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(resident);
+        CHECK(g.columns * gemv::kAwqLaneChannels == n);
+        CHECK(g.steps_per_warp >= 1);
+        CHECK(g.rows * gemv::kAwqLaneWarps * g.steps_per_warp >= steps);  // K covered
+        CHECK((g.rows - 1) * gemv::kAwqLaneWarps < runs);                 // the last row has work
+        if (g.columns <= resident) CHECK(g.rows * g.columns <= resident);
+        if (g.columns > resident) CHECK(g.rows == 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("gemv split: where the walk fed by the copy engine takes 2 to 32 rows") {
   // The goal shapes and those of the GPU case, from 3 to 32 rows (one token tile to 16, two from 17),
   // groups of 64, 128 and whole K, on compute capability 9.0.

@@ -3051,6 +3051,197 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 #endif
 }
 
+// ---- AWQ at one row of X: plain 16-byte loads, products on the tensor cores ---------------------
+//
+// A warp owns 256 channels (32 word columns of qweight) and a run of steps of 16 rows of K. Lane (g, q) =
+// (lane / 4, lane % 4) loads, each step, piece g of the warp's row (word columns 4g .. 4g + 3: 32 channels)
+// at rows 4q .. 4q + 3 of the step, so that one load instruction reads 128 contiguous bytes of each of 4
+// rows; the next step's loads are asked before this step's products (more in flight cost the registers
+// that hold 16 warps a multiprocessor: notes/performance.md, sixty-ninth session). Each word goes through
+// the recipe's masks (1024 + n for the low nibbles, 1024 + 16 n for the high ones) and loses its zero point
+// at once: one HSUB2 (minus 1024 + z) or HFMA2 (times 1/16, minus 64 + z) a register gives n - z, exact in
+// fp16, the value the twin multiplies. PRMT turns a register's channel pair of two rows into two rows of
+// one channel, and m16n8k16 product i (word i / 4 of the piece, recipe register i % 4) takes that
+// register's two channels as its rows g and g + 8 and the lane's four rows of K as its k slots 2q, 2q + 1,
+// 2q + 8, 2q + 9. X is the B operand and stands only in column i % 8 (the lanes whose g is i % 8 hold it,
+// the others zeros), so products i and i + 8 go to distinct accumulator sets and the 8 products of a set
+// to distinct columns: the step's 16 products fill two sets, none wasted, and lane (g, q) holds 8 channels
+// (columns 2q and 2q + 1 of rows g and g + 8: word column 4g + 2 set + q / 2, channels 4 (q % 2) .. + 3).
+// A group's sums stay in the accumulators until its end, where they meet the group's scale once an output.
+// A block of kAwqLaneWarps warps takes consecutive runs of one column of 256 channels and meets in shared
+// memory; the rows of blocks of a column meet in the workspace (finish_tile). The grid:
+// gemv::awq_lane_grid. Against the tensor-core ring below (8 word columns a warp, words through cp.async
+// and shared memory, 7 of 8 B columns idle at one row), H200: 1.36x at 28672x8192 (63.3 -> 46.6 us),
+// 1.38x at 8192x8192, 1.43x at 8192x28672, 1.52-1.64x at 4096x4096, 2048x11008 and 4096x14336.
+constexpr int kAwqLaneWarps = 8;
+static_assert(kAwqLaneWarps == gemv::kAwqLaneWarps && gemv::kAwqLaneChannels == 256,
+              "split.hpp's rule describes this kernel's blocks");
+
+struct AwqLaneArgs {
+  const uint32_t* q;
+  const uint16_t* scales;  // [K / G, N]
+  const uint32_t* zeros;   // [K / G, N / 8]
+  const uint16_t* x;
+  int64_t n, k;
+  int group, steps_per_warp;
+  Out out;
+  float* sums;
+  unsigned* counters;
+};
+
+__global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLaneArgs a) {
+#if __CUDA_ARCH__ >= 800
+  __shared__ float part[kAwqLaneWarps][256];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  const int64_t cols = a.n / 8;
+  const int64_t c0 = int64_t{blockIdx.x} * 32;  // the block's first word column
+  const int64_t s_begin = (int64_t{blockIdx.y} * kAwqLaneWarps + warp) * a.steps_per_warp;
+  const int64_t s_end = min(a.k / 16, s_begin + a.steps_per_warp);
+  const int count = s_begin < s_end ? static_cast<int>(s_end - s_begin) : 0;
+  const int spg = a.group / 16;  // steps a group
+  const uint4* wp = reinterpret_cast<const uint4*>(a.q + (s_begin * 16 + 4 * q) * cols + c0 + 4 * g);
+  const int64_t rstride = cols / 4;  // 16-byte pieces a row
+  const uint16_t* xp = a.x + s_begin * 16 + 4 * q;
+  float acc[2][4] = {}, y[2][4] = {};
+  uint32_t zc[4][4];  // the group's zero terms, [word][register]: 1024 + z (low nibbles), -(64 + z) (high)
+  const int64_t groups = a.k / a.group;
+  const auto zeros_in = [&](int64_t gi) {
+    return gi < groups ? __ldg(reinterpret_cast<const uint4*>(a.zeros + gi * cols + c0 + 4 * g))
+                       : make_uint4(0u, 0u, 0u, 0u);
+  };
+  const auto zeros_of = [&](uint4 z) {
+    const uint32_t zw[4] = {z.x, z.y, z.z, z.w};
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      const uint32_t z8 = zw[w] >> 8;
+      zc[w][0] = bits::lop3<0xEA>(zw[w], 0x000F000Fu, 0x64006400u);
+      zc[w][1] = bits::mul_f16x2(bits::lop3<0xEA>(zw[w], 0x00F000F0u, 0x64006400u), 0xAC00AC00u);  // x -1/16
+      zc[w][2] = bits::lop3<0xEA>(z8, 0x000F000Fu, 0x64006400u);
+      zc[w][3] = bits::mul_f16x2(bits::lop3<0xEA>(z8, 0x00F000F0u, 0x64006400u), 0xAC00AC00u);
+    }
+  };
+  // The lane's scales of group gi (two sets of 4 channels), and the group's sums times them.
+  const auto scales_in = [&](int64_t gi, uint2(&sv)[2]) {
+#pragma unroll
+    for (int set = 0; set < 2; ++set) {
+      const int64_t ch = 8 * (c0 + 4 * g + 2 * set + q / 2) + 4 * (q % 2);
+      sv[set] = __ldg(reinterpret_cast<const uint2*>(a.scales + gi * a.n + ch));
+    }
+  };
+  const auto scale_out = [&](const uint2(&sv)[2]) {
+#pragma unroll
+    for (int set = 0; set < 2; ++set) {
+      // acc[set][0 .. 3]: channels + 0, + 2, + 1, + 3 (columns 2q, 2q + 1 of rows g, g + 8)
+      const float s[4] = {
+          quant::half_to_f32(bits::lo16(sv[set].x)), quant::half_to_f32(bits::lo16(sv[set].y)),
+          quant::half_to_f32(bits::hi16(sv[set].x)), quant::half_to_f32(bits::hi16(sv[set].y))};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) y[set][e] = fmaf(s[e], acc[set][e], y[set][e]), acc[set][e] = 0.0f;
+    }
+  };
+  uint4 buf[2][4];  // this step's pieces and the next's
+  uint2 xbuf[2];
+  const auto load = [&](int slot) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) buf[slot][j] = load_piece(wp + j * rstride);
+    xbuf[slot] = __ldg(reinterpret_cast<const uint2*>(xp));
+    wp += 4 * 4 * rstride, xp += 16;
+  };
+  const auto step = [&](int slot) {
+    const uint32_t x0 = xbuf[slot].x, x1 = xbuf[slot].y;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      uint32_t h[4][4];  // [row j][recipe register]: n - z
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint4& v = buf[slot][j];
+        const uint32_t word = w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+        const uint32_t w8 = word >> 8;
+        h[j][0] = bits::sub_f16x2(bits::lop3<0xEA>(word, 0x000F000Fu, 0x64006400u), zc[w][0]);
+        h[j][1] = bits::fma_f16x2(bits::lop3<0xEA>(word, 0x00F000F0u, 0x64006400u), 0x2C002C00u, zc[w][1]);
+        h[j][2] = bits::sub_f16x2(bits::lop3<0xEA>(w8, 0x000F000Fu, 0x64006400u), zc[w][2]);
+        h[j][3] = bits::fma_f16x2(bits::lop3<0xEA>(w8, 0x00F000F0u, 0x64006400u), 0x2C002C00u, zc[w][3]);
+      }
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int i = 4 * w + r;
+        const uint32_t a0 = __byte_perm(h[0][r], h[1][r], 0x5410), a1 = __byte_perm(h[0][r], h[1][r], 0x7632);
+        const uint32_t a2 = __byte_perm(h[2][r], h[3][r], 0x5410), a3 = __byte_perm(h[2][r], h[3][r], 0x7632);
+        const bool mine = g == i % 8;
+        wide_mma<OutType::F16>(acc[i / 8], a0, a1, a2, a3, mine ? x0 : 0u, mine ? x1 : 0u);
+      }
+    }
+  };
+  if (count > 0) {
+    int64_t gi = s_begin / spg;
+    int left = spg - static_cast<int>(s_begin % spg);  // steps of group gi still to come
+    zeros_of(zeros_in(gi));
+    uint2 sv[2];
+    scales_in(gi, sv);
+    uint4 znext = zeros_in(gi + 1);  // the next group's, early
+    const auto consume = [&](int slot, int j) {
+      step(slot);
+      if (--left == 0 || j == count - 1) {
+        scale_out(sv);
+        if (j + 1 < count) {
+          ++gi, left = spg;
+          zeros_of(znext);
+          scales_in(gi, sv);
+          znext = zeros_in(gi + 1);
+        }
+      }
+    };
+    load(0);
+    int j = 0;
+    for (; j + 3 <= count; j += 2) {  // two steps a round, the next one's loads asked first
+      load(1);
+      consume(0, j);
+      load(0);
+      consume(1, j + 1);
+    }
+    if (j + 1 < count) load(1);
+    consume(0, j);
+    if (j + 1 < count) consume(1, j + 1);
+  }
+  // The warps of the block meet in shared memory, channel by channel, then the rows of blocks.
+#pragma unroll
+  for (int set = 0; set < 2; ++set) {
+    const int base = 8 * (4 * g + 2 * set + q / 2) + 4 * (q % 2);
+    part[warp][base + 0] = y[set][0];
+    part[warp][base + 2] = y[set][1];
+    part[warp][base + 1] = y[set][2];
+    part[warp][base + 3] = y[set][3];
+  }
+  __syncthreads();
+  const auto each = [&](auto fn) {
+    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+      float v = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kAwqLaneWarps; ++w) v += part[w][i];
+      fn(int64_t{0}, 8 * c0 + i, v);
+    }
+  };
+  finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
+#else
+  __trap();  // the launcher takes it from compute capability 8.0 (gemv::awq_lane_takes)
+#endif
+}
+
+std::string launch_awq_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  AwqLaneArgs a{};
+  a.q = L.w.q, a.scales = L.w.scales, a.zeros = L.w.qzeros, a.x = L.p.x;
+  a.n = L.w.n, a.k = L.w.k, a.group = L.w.group;
+  a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
+  a.sums = ws.sums, a.counters = ws.counters;
+  static Fit fit;
+  const int64_t resident = int64_t{bulk_blocks_per_sm(fit, awq_lane_kernel, 0, kAwqLaneWarps * 32)} * L.sms;
+  const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, resident);
+  a.steps_per_warp = static_cast<int>(grid.steps_per_warp);
+  awq_lane_kernel<<<dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)),
+                    kAwqLaneWarps * 32>>>(a);
+  return status("the one-row AWQ kernel", wait);
+}
+
 // Blocks a multiprocessor the AWQ kernels' grids aim at (k_slice_units' `most`): the ring at one token
 // tile fits five, but its grids of five a multiprocessor measured 0.85-0.96x those of four at 1-8 rows
 // (14336x4096, 8192x28672; H200, notes/performance.md, "the AWQ and NF4 grids").
@@ -3124,6 +3315,8 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
       return launch_in_slices(kernel, fit, a, &AwqArgs::groups_per_slice, groups, bx, per_slice, L,
                               "the AWQ GEMV kernel (tensor cores)", wait);
     };
+    // One row of X: the lane form above, where its warps' 256 channels divide N.
+    if (gemv::awq_lane_takes(a.m, a.n, a.group, L.cc)) return launch_awq_lane(L, ws, wait);
     if (ring)
       return a.m <= 8 ? launch(awq_ring_kernel<1, ST>, fit_ring1) : launch(awq_ring_kernel<2, ST>, fit_ring2);
     return a.m <= 8 ? launch(awq_mma_kernel<1>, fit_regs1) : launch(awq_mma_kernel<2>, fit_regs2);

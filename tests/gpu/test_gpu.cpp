@@ -1160,9 +1160,10 @@ TEST_CASE("gemv: 2 to 32 rows of int4 on the walk fed by the copy engine, its ru
 }
 
 TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores and on tensor cores") {
-  // 8192x8192. Groups of 32 take the CUDA-core kernels (the tensor-core form needs groups of a
+  // 8192x8192. Groups of 32 take the CUDA-core kernels (the tensor-core forms need groups of a
   // multiple of 64): 8 x 86 blocks, over two a multiprocessor on the lent devices, so one row of X
-  // takes the one-token kernel. Groups of 128 take the tensor-core form: 32 x 16 blocks.
+  // takes the one-token kernel. Groups of 128 take the one-row lane form (gemv::awq_lane_takes): 32
+  // columns of 256 channels by rows of blocks, as many as fill the device.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   const int64_t n = 8192, k = 8192;
@@ -1177,6 +1178,55 @@ TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores a
       std::printf("AWQ 8192x8192 g%d M=1 act %d: rel err GPU %.2e CPU %.2e\n", group, static_cast<int>(e.act),
                   eg, ec);
       CHECK(eg < 1e-3);
+    }
+  }
+}
+
+TEST_CASE("gemv: AWQ with one row of X on the lane form, where warps start and end inside groups") {
+  // The lane form's warps take runs of steps of 16 rows of K spread evenly (gemv::awq_lane_grid), so a
+  // run may start and end inside a group: its zero points and scales must be the group's own. On 132
+  // multiprocessors (264 blocks at once) 2048x11008 has 8 columns of 256 channels by 29 rows of blocks,
+  // runs of 3 steps (groups of 128 are 8 steps, of 64 four), the last run one step and two warps idle;
+  // 768x4160 (65 groups of 64) 3 columns by 33 rows of one-step runs; 2560x5120 10 columns by 20 rows of
+  // two-step runs. On any device, the outputs as the float64 product's within the goal.
+  // Then an infinity and a NaN in X: every output as the float64 product has it (Inf of its sign, or NaN
+  // where the infinity meets a weight q - z = 0; NaN everywhere).
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  const auto value = [](uint16_t h) {
+    return static_cast<double>(gemv::act_to_f32(h, recipes::OutType::F16));
+  };
+  const std::pair<int64_t, int64_t> shapes[] = {{2048, 11008}, {768, 4160}, {2560, 5120}};
+  for (const auto& [n, k] : shapes) {
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + k), n, k);
+    for (const int group : {64, 128}) {
+      if (k % group != 0) continue;
+      const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Asym, quant::Layout::Awq, group});
+      const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, 1, n, k, 11, {});
+      const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
+      std::printf("AWQ %lldx%lld g%d M=1 (lane form): rel err GPU %.2e CPU %.2e\n", static_cast<long long>(n),
+                  static_cast<long long>(k), group, eg, ec);
+      CHECK(eg < 1e-3);
+      if (group == 128 && n == 2048) {
+        for (const uint16_t special : {uint16_t{0x7C00}, uint16_t{0xFC00}, uint16_t{0x7E00}}) {
+          GemvRequest odd = r;
+          odd.x[static_cast<size_t>(k / 2 + 3)] = special;  // inside a run, not at a group's start
+          const std::vector<double> ref = test::reference(*cpu, q, odd);
+          const std::vector<uint16_t> y = gpu->gemv(q, odd);
+          REQUIRE(y.size() == ref.size());
+          size_t wrong = 0, nans = 0;
+          for (size_t i = 0; i < y.size(); ++i) {
+            const double v = value(y[i]);
+            nans += std::isnan(ref[i]);
+            wrong += std::isnan(ref[i]) ? !std::isnan(v) : v != ref[i];
+          }
+          std::printf(
+              "AWQ %lldx%lld M=1, x = 0x%04X in X: %zu outputs unlike the float64 product's (%zu NaN)\n",
+              static_cast<long long>(n), static_cast<long long>(k), special, wrong, nans);
+          CHECK(wrong == 0);
+          CHECK(!std::isfinite(ref[0]));
+        }
+      }
     }
   }
 }
