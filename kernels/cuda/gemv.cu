@@ -3071,8 +3071,8 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 // A block of kAwqLaneWarps warps takes consecutive runs of one column of 256 channels and meets in shared
 // memory; the rows of blocks of a column meet in the workspace (finish_tile). The grid:
 // gemv::awq_lane_grid. Against the tensor-core ring below (8 word columns a warp, words through cp.async
-// and shared memory, 7 of 8 B columns idle at one row), H200: 1.36x at 28672x8192 (63.3 -> 46.6 us),
-// 1.38x at 8192x8192, 1.43x at 8192x28672, 1.52-1.64x at 4096x4096, 2048x11008 and 4096x14336.
+// and shared memory, 7 of 8 B columns idle at one row), H200: 1.36x at 28672x8192 (63.5 -> 46.7 us),
+// 1.38x at 8192x28672, 1.44x at 8192x8192 and 14336x4096, 1.52-1.65x at 4096x14336, 4096x4096, 2048x11008.
 constexpr int kAwqLaneWarps = 8;
 static_assert(kAwqLaneWarps == gemv::kAwqLaneWarps && gemv::kAwqLaneChannels == 256,
               "split.hpp's rule describes this kernel's blocks");
