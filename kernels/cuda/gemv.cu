@@ -3073,9 +3073,8 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 // gemv::awq_lane_grid. Against the tensor-core ring below (8 word columns a warp, words through cp.async
 // and shared memory, 7 of 8 B columns idle at one row), H200: 1.36x at 28672x8192 (63.5 -> 46.7 us),
 // 1.38x at 8192x28672, 1.44x at 8192x8192 and 14336x4096, 1.52-1.65x at 4096x14336, 4096x4096, 2048x11008.
-constexpr int kAwqLaneWarps = 8;
-static_assert(kAwqLaneWarps == gemv::kAwqLaneWarps && gemv::kAwqLaneChannels == 256,
-              "split.hpp's rule describes this kernel's blocks");
+using gemv::kAwqLaneWarps;  // split.hpp's grid rule and this kernel share the block's warps
+static_assert(gemv::kAwqLaneChannels == 256, "a warp's 32 word columns of 8 channels");
 
 struct AwqLaneArgs {
   const uint32_t* q;
@@ -3287,6 +3286,8 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (a.group % (16 * kAwqMmaSteps) == 0) {
     const int64_t bx = (cols + kAwqMmaCols - 1) / kAwqMmaCols;
     constexpr int ST = kAwqRingStages;
+    // One row of X: the lane form above, where its warps' 256 channels divide N.
+    if (gemv::awq_lane_takes(a.m, a.n, a.group, L.cc)) return launch_awq_lane(L, ws, wait);
     // The ring where it can run: H200, against the words in registers, 1.34-1.36x at M = 1 and
     // 1.21x at M = 16 on the large shapes, 1.11-1.15x at 8192x8192, 1.0-1.07x at 4096x4096
     // (notes/performance.md, w1). Room for the rings of as many blocks as the registers allow,
@@ -3315,8 +3316,6 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
       return launch_in_slices(kernel, fit, a, &AwqArgs::groups_per_slice, groups, bx, per_slice, L,
                               "the AWQ GEMV kernel (tensor cores)", wait);
     };
-    // One row of X: the lane form above, where its warps' 256 channels divide N.
-    if (gemv::awq_lane_takes(a.m, a.n, a.group, L.cc)) return launch_awq_lane(L, ws, wait);
     if (ring)
       return a.m <= 8 ? launch(awq_ring_kernel<1, ST>, fit_ring1) : launch(awq_ring_kernel<2, ST>, fit_ring2);
     return a.m <= 8 ? launch(awq_mma_kernel<1>, fit_regs1) : launch(awq_mma_kernel<2>, fit_regs2);
