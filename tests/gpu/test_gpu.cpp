@@ -810,6 +810,22 @@ size_t outputs_apart(const std::vector<uint16_t>& y, const std::vector<uint16_t>
   return apart;
 }
 
+// Where X holds an infinity or a NaN: the outputs unlike the float64 product's (every output must be
+// what the product is, an infinity of its sign or NaN), and how many of the product's are NaN.
+struct NonFinite {
+  size_t unlike = 0, nans = 0;
+};
+NonFinite outputs_unlike(const std::vector<uint16_t>& y, const std::vector<double>& ref, recipes::OutType t) {
+  NonFinite r;
+  for (size_t i = 0; i < y.size() && i < ref.size(); ++i) {
+    const double v = gemv::act_to_f32(y[i], t);
+    r.nans += std::isnan(ref[i]);
+    r.unlike += std::isnan(ref[i]) ? !std::isnan(v) : v != ref[i];
+  }
+  r.unlike += y.size() != ref.size() ? std::max(y.size(), ref.size()) - std::min(y.size(), ref.size()) : 0;
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside the CPU twin") {
@@ -1090,16 +1106,10 @@ TEST_CASE("gemv: one row of bf16 X on the lane form, however large or small X is
     inf.x[2 * 256 + 5] = 0x7F80;  // +Inf
     inf.x[2 * 256 + 6] = bf16(1e30);
     const std::vector<double> inf_ref = test::reference(*cpu, q, inf);
-    const std::vector<uint16_t> yi = gpu->gemv(q, inf);
-    size_t wrong = 0, nans = 0;
-    for (size_t i = 0; i < yi.size(); ++i) {
-      const double v = value(yi[i]);
-      nans += std::isnan(inf_ref[i]);
-      wrong += std::isnan(inf_ref[i]) ? !std::isnan(v) : v != inf_ref[i];
-    }
+    const NonFinite nf = outputs_unlike(gpu->gemv(q, inf), inf_ref, OutType::BF16);
     std::printf("bf16 %lldx%lld M=1, an infinity in X: %zu outputs unlike the float64 product's (%zu NaN)\n",
-                static_cast<long long>(n), static_cast<long long>(k), wrong, nans);
-    CHECK(wrong == 0);
+                static_cast<long long>(n), static_cast<long long>(k), nf.unlike, nf.nans);
+    CHECK(nf.unlike == 0);
     CHECK(!std::isfinite(inf_ref[0]));
   }
 }
@@ -1193,9 +1203,6 @@ TEST_CASE("gemv: AWQ with one row of X on the lane form, where warps start and e
   // where the infinity meets a weight q - z = 0; NaN everywhere).
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
-  const auto value = [](uint16_t h) {
-    return static_cast<double>(gemv::act_to_f32(h, recipes::OutType::F16));
-  };
   const std::pair<int64_t, int64_t> shapes[] = {{2048, 11008}, {768, 4160}, {2560, 5120}};
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + k), n, k);
@@ -1212,21 +1219,54 @@ TEST_CASE("gemv: AWQ with one row of X on the lane form, where warps start and e
           GemvRequest odd = r;
           odd.x[static_cast<size_t>(k / 2 + 3)] = special;  // inside a run, not at a group's start
           const std::vector<double> ref = test::reference(*cpu, q, odd);
-          const std::vector<uint16_t> y = gpu->gemv(q, odd);
-          REQUIRE(y.size() == ref.size());
-          size_t wrong = 0, nans = 0;
-          for (size_t i = 0; i < y.size(); ++i) {
-            const double v = value(y[i]);
-            nans += std::isnan(ref[i]);
-            wrong += std::isnan(ref[i]) ? !std::isnan(v) : v != ref[i];
-          }
+          const NonFinite nf = outputs_unlike(gpu->gemv(q, odd), ref, recipes::OutType::F16);
           std::printf(
               "AWQ %lldx%lld M=1, x = 0x%04X in X: %zu outputs unlike the float64 product's (%zu NaN)\n",
-              static_cast<long long>(n), static_cast<long long>(k), special, wrong, nans);
-          CHECK(wrong == 0);
+              static_cast<long long>(n), static_cast<long long>(k), special, nf.unlike, nf.nans);
+          CHECK(nf.unlike == 0);
           CHECK(!std::isfinite(ref[0]));
         }
       }
+    }
+  }
+}
+
+TEST_CASE("gemv: NF4 with one row of X where K ends inside a step and N inside a block") {
+  // One row of NF4 runs on nf4_mma_kernel: a warp 16 channels, steps of 128 along K, blocks of 4 warps
+  // (64 channels) taking slices of whole steps that meet in the workspace where K is split.
+  // - 2048x11008, blocks of 64: 86 steps, split into slices on any device of many multiprocessors;
+  // - 768x4160, blocks of 32: 32.5 steps, the last step's second half past K (read as zeros);
+  // - 1040x4096, blocks of 4096 (one absmax a channel): 16.25 blocks of 64 channels, the last block's
+  //   three warps past N;
+  // - 29696x2176, blocks of 128: 17 steps over 464 blocks.
+  // Bias always, SiLU on one shape; on any device the outputs as the float64 product's within the goal.
+  // Then an infinity and a NaN in X: every output as the float64 product has it.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  const struct {
+    int64_t n, k;
+    int block;
+  } shapes[] = {{2048, 11008, 64}, {768, 4160, 32}, {1040, 4096, 4096}, {29696, 2176, 128}};
+  for (const auto& c : shapes) {
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(c.n + 3 * c.k), c.n, c.k);
+    const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Nf4, quant::Layout::Plain, c.block});
+    gemv::Epilogue e;
+    e.act = c.n == 768 ? gemv::Act::Silu : gemv::Act::None;
+    const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, 1, c.n, c.k, 13, e);
+    const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
+    std::printf("NF4 %lldx%lld blocks of %d M=1: rel err GPU %.2e CPU %.2e\n", static_cast<long long>(c.n),
+                static_cast<long long>(c.k), c.block, eg, ec);
+    CHECK(eg < 1e-3);
+    if (c.n != 2048) continue;
+    for (const uint16_t special : {uint16_t{0x7C00}, uint16_t{0xFC00}, uint16_t{0x7E00}}) {
+      GemvRequest odd = r;
+      odd.x[static_cast<size_t>(c.k / 2 + 37)] = special;  // inside a run and a step, not at their start
+      const std::vector<double> ref = test::reference(*cpu, q, odd);
+      const NonFinite nf = outputs_unlike(gpu->gemv(q, odd), ref, recipes::OutType::F16);
+      std::printf("NF4 %lldx%lld M=1, x = 0x%04X in X: %zu outputs unlike the float64 product's (%zu NaN)\n",
+                  static_cast<long long>(c.n), static_cast<long long>(c.k), special, nf.unlike, nf.nans);
+      CHECK(nf.unlike == 0);
+      CHECK(!std::isfinite(ref[0]));
     }
   }
 }
