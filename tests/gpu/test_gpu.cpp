@@ -1260,7 +1260,7 @@ TEST_CASE("gemv: NF4 with one row of X where K ends inside a step and N inside a
     if (c.n != 2048) continue;
     for (const uint16_t special : {uint16_t{0x7C00}, uint16_t{0xFC00}, uint16_t{0x7E00}}) {
       GemvRequest odd = r;
-      odd.x[static_cast<size_t>(c.k / 2 + 37)] = special;  // inside a run and a step, not at their start
+      odd.x[static_cast<size_t>(c.k / 2 + 37)] = special;  // inside a slice and a step, not at their start
       const std::vector<double> ref = test::reference(*cpu, q, odd);
       const NonFinite nf = outputs_unlike(gpu->gemv(q, odd), ref, recipes::OutType::F16);
       std::printf("NF4 %lldx%lld M=1, x = 0x%04X in X: %zu outputs unlike the float64 product's (%zu NaN)\n",
