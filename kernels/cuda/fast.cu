@@ -322,6 +322,17 @@ constexpr int kAwqTileK = 8 * kAwqRows;        // rows of K per block
 constexpr int kAwqSmem = 256 * kAwqRows * 16;  // 256 output rows of kAwqTileK values
 constexpr uint32_t kAwqSetWidth = 2;           // column ranges a set (the block order below)
 
+// A word of the tile, its miss fetched from memory as 256 bytes rather than the line's 128: the block of
+// the neighbouring column range (the set order below) reads the other half of those bytes at about the
+// same time. Against `__ldcs` (one line, streaming), H200, three rounds: 8192x8192 89.0 -> 89.6% of the copy,
+// 1.004-1.009x from 7936x8192 to 28672x8192, 4096x4096 the same; with `.cs` kept the 256-byte fetch lost
+// 0.3-1.8% around 8192x8192 (notes/performance.md, seventy-first session).
+__device__ __forceinline__ uint32_t load_word_l2_256(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.global.L2::256B.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
 // Block order: the blocks running at once should write long runs of each output row (4 in 5 bytes
 // are writes). Column ranges (32 word columns, 256 output rows) go in sets of `width`; inside a
 // set the ranges alternate and the K tiles follow one another, so the blocks in flight write
@@ -344,7 +355,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t c = c0 + cl;
   uint32_t w[kAwqRows];
 #pragma unroll
-  for (int i = 0; i < kAwqRows; ++i) w[i] = __ldcs(a.qwords + (k0 + 64 * (i / 8) + 8 * q + i % 8) * cols + c);
+  for (int i = 0; i < kAwqRows; ++i)
+    w[i] = load_word_l2_256(a.qwords + (k0 + 64 * (i / 8) + 8 * q + i % 8) * cols + c);
     // Thread q holds rows 64h + 8q + (0..7) for h = 0, 1: two runs of 8 rows, each in one group.
 #pragma unroll
   for (int h = 0; h < kAwqRows / 8; ++h) {
