@@ -326,11 +326,16 @@ constexpr uint32_t kAwqSetWidth = 2;           // column ranges a set (the block
 // the neighbouring column range (the set order below) reads the other half of those bytes at about the
 // same time. Against `__ldcs` (one line, streaming), H200, three rounds: 8192x8192 89.0 -> 89.6% of the copy,
 // 1.004-1.009x from 7936x8192 to 28672x8192, 4096x4096 the same; with `.cs` kept the 256-byte fetch lost
-// 0.3-1.8% around 8192x8192 (notes/performance.md, seventy-first session).
+// 0.3-1.8% around 8192x8192 (notes/performance.md, seventy-first session). The prefetch size needs
+// compute capability 8.0; below it the load is `__ldcs` as before.
 __device__ __forceinline__ uint32_t load_word_l2_256(const uint32_t* p) {
+#if __CUDA_ARCH__ >= 800
   uint32_t v;
   asm volatile("ld.global.L2::256B.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
+#else
+  return __ldcs(p);
+#endif
 }
 
 // Block order: the blocks running at once should write long runs of each output row (4 in 5 bytes
