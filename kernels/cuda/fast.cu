@@ -320,14 +320,14 @@ __device__ void awq_group_params(const DequantArgs& a, int64_t g, int64_t c, uin
 constexpr int kAwqRows = 16;                   // rows of K per thread (8 measured slower: notes, a1)
 constexpr int kAwqTileK = 8 * kAwqRows;        // rows of K per block
 constexpr int kAwqSmem = 256 * kAwqRows * 16;  // 256 output rows of kAwqTileK values
-constexpr uint32_t kAwqSetWidth = 2;           // column ranges a set (the block order below)
+constexpr uint32_t kAwqSetWidth = 1;           // column ranges a set (the block order below)
 
-// A word of the tile, its miss fetched from memory as 256 bytes rather than the line's 128: the block of
-// the neighbouring column range (the set order below) reads the other half of those bytes at about the
-// same time. Against `__ldcs` (one line, streaming), H200, three rounds: 8192x8192 89.0 -> 89.6% of the copy,
-// 1.004-1.009x from 7936x8192 to 28672x8192, 4096x4096 the same; with `.cs` kept the 256-byte fetch lost
-// 0.3-1.8% around 8192x8192 (notes/performance.md, seventy-first session). The prefetch size needs
-// compute capability 8.0; below it the load is `__ldcs` as before.
+// A word of the tile, its miss fetched from memory as 256 bytes rather than the line's 128: a block of
+// the neighbouring column range, in flight at the same time (the block order below), reads the other
+// half of those bytes. Against `__ldcs` (one line, streaming), H200, three rounds: 8192x8192 89.0 ->
+// 89.6% of the copy, 1.004-1.009x from 7936x8192 to 28672x8192, 4096x4096 the same; with `.cs` kept
+// the 256-byte fetch lost 0.3-1.8% around 8192x8192 (notes/performance.md, seventy-first session). The
+// prefetch size needs compute capability 8.0; below it the load is `__ldcs` as before.
 __device__ __forceinline__ uint32_t load_word_l2_256(const uint32_t* p) {
 #if __CUDA_ARCH__ >= 800
   uint32_t v;
@@ -344,7 +344,11 @@ __device__ __forceinline__ uint32_t load_word_l2_256(const uint32_t* p) {
 // whole rows of a few ranges and read runs of width x 128 bytes of the quantized rows. The old
 // order (the ranges of one K tile side by side) wrote 256-byte pieces of every row. Against it,
 // sets of two on the H200: 84.6 -> 88.5% of the copy at 8192x8192, 87.2 -> 90.4% at 8192x28672;
-// sets of one or four were 1-2 points behind two (notes/performance.md, a6). `set` divides by the
+// sets of one or four were 1-2 points behind two (notes/performance.md, a6). With the 256-byte
+// fetch (load_word_l2_256) sets of one lead: each range's K tiles one after another, about six ranges
+// in flight at 8192x8192. Against sets of two, alternated in two calls (five rounds) on one H200:
+// 89.1-89.5 -> 90.0-90.1% of the copy at 8192x8192, 91.2 -> 91.9% at 8192x28672, 92.5 -> 93.0% at
+// 28672x8192, 4096x4096 0.3 points less (notes/performance.md, seventy-first session). `set` divides by the
 // blocks of a set (width x the K tiles), `group` rows of K by the group size (K below 2^31: the
 // launcher).
 __global__ void __launch_bounds__(kThreads)
