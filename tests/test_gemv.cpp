@@ -871,11 +871,18 @@ TEST_CASE("gemv split: the lane form's rows of blocks meet in slots where the wh
   CHECK(gemv::workspace_sum_floats(4096, 8192, 1) == gemv::sum_floats(4096, 1));
 }
 
-TEST_CASE("gemv split: AWQ at one row on the lane form, columns of 256 channels by rows of runs of steps") {
-  // Taken at one row where 256 divides N, for groups of a multiple of 64, from compute capability 8.0.
+TEST_CASE("gemv split: AWQ at 1-4 rows on the lane form, columns of 256 channels by rows of runs of steps") {
+  // Taken at one to four rows where 256 divides N, for groups of a multiple of 64, from compute
+  // capability 8.0.
   CHECK(gemv::awq_lane_takes(1, 28672, 128, 90));
   CHECK(gemv::awq_lane_takes(1, 2048, 64, 80));
-  CHECK_FALSE(gemv::awq_lane_takes(2, 28672, 128, 90));  // more rows: the ring
+  CHECK(gemv::awq_lane_takes(2, 28672, 128, 90));
+  CHECK(gemv::awq_lane_takes(3, 4096, 64, 80));
+  CHECK(gemv::awq_lane_takes(4, 8192, 128, 90));
+  CHECK_FALSE(gemv::awq_lane_takes(5, 28672, 128, 90));  // more rows: the ring
+  CHECK_FALSE(gemv::awq_lane_takes(16, 28672, 128, 90));
+  CHECK_FALSE(gemv::awq_lane_takes(0, 28672, 128, 90));
+  CHECK_FALSE(gemv::awq_lane_takes(4, 1280 + 128, 128, 90));
   CHECK_FALSE(gemv::awq_lane_takes(1, 200, 128, 90));
   CHECK_FALSE(gemv::awq_lane_takes(1, 1280 + 128, 128, 90));
   CHECK_FALSE(gemv::awq_lane_takes(1, 4096, 32, 90));  // the CUDA-core kernels

@@ -11,6 +11,7 @@
 #include <cfloat>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
 #include "codebook.cuh"
 #include "gemv.hpp"
@@ -3051,7 +3052,7 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 #endif
 }
 
-// ---- AWQ at one row of X: plain 16-byte loads, products on the tensor cores ---------------------
+// ---- AWQ at one to four rows of X: plain 16-byte loads, products on the tensor cores -------------
 //
 // A warp owns 256 channels (32 word columns of qweight) and a run of steps of 16 rows of K. Lane (g, q) =
 // (lane / 4, lane % 4) loads, each step, piece g of the warp's row (word columns 4g .. 4g + 3: 32 channels)
@@ -3073,6 +3074,10 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 // gemv::awq_lane_grid. Against the tensor-core ring below (8 word columns a warp, words through cp.async
 // and shared memory, 7 of 8 B columns idle at one row), H200: 1.36x at 28672x8192 (63.5 -> 46.7 us),
 // 1.38x at 8192x28672, 1.44x at 8192x8192 and 14336x4096, 1.52-1.65x at 4096x14336, 4096x4096, 2048x11008.
+// Two to four rows of X share the same products (below: MT); the weights are read once whatever M. Against
+// the ring at those rows, H200, alternated twice: two rows 1.40-1.64x (28672x8192 67 -> 47.6 us, 4096x4096
+// 17.8 -> 10.8), three 1.16-1.28x, four 1.12-1.20x on the large shapes and 0.98-1.02x at 4096x4096 and
+// 2048x11008 (notes/performance.md, seventy-second session).
 using gemv::kAwqLaneWarps;  // split.hpp's grid rule and this kernel share the block's warps
 static_assert(gemv::kAwqLaneChannels == 256, "a warp's 32 word columns of 8 channels");
 
@@ -3083,14 +3088,26 @@ struct AwqLaneArgs {
   const uint16_t* x;
   int64_t n, k;
   int group, steps_per_warp;
-  Out out;
+  Out out;  // out.m: the rows of X
   float* sums;
   unsigned* counters;
 };
 
+// MT rows of X a product: 1, 2 (M = 2) or 4 (M = 3, 4). With MT tokens, product i's X stands in columns
+// MT (i % P) .. + MT - 1 (P = 8 / MT products a set, token t in the column's t-th place), so a step's 16
+// products fill 2 MT accumulator sets, and lane (g, q) holds X of token g % MT. Lane (g, q)'s element e of
+// set s is then column 2q + e % 2 (product s P + (2q + e % 2) / MT, token (2q + e % 2) % MT) of row g
+// (e < 2: the register's low channel) or g + 8 (its high channel).
+template <int MT>
 __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLaneArgs a) {
 #if __CUDA_ARCH__ >= 800
-  __shared__ float part[kAwqLaneWarps][256];
+  constexpr int P = 8 / MT, kSets = 16 / P;
+  // Four rows: the group-scaled sums wait in shared memory (the registers hold the accumulators), in the
+  // warp's own part of `part`, [set, element][lane]. In registers they spilled 168 bytes a thread and
+  // read 1.04-1.11x slower at 3-4 rows (two calls; notes/performance.md, seventy-second session).
+  constexpr bool kYShared = MT == 4;
+  static_assert(!kYShared || kSets * 4 * 32 == MT * 256, "a warp's sums fill its part");
+  __shared__ float part[kAwqLaneWarps][MT * 256];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int64_t cols = a.n / 8;
   const int64_t c0 = int64_t{blockIdx.x} * 32;  // the block's first word column
@@ -3100,8 +3117,15 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
   const int spg = a.group / 16;  // steps a group
   const uint4* wp = reinterpret_cast<const uint4*>(a.q + (s_begin * 16 + 4 * q) * cols + c0 + 4 * g);
   const int64_t rstride = cols / 4;  // 16-byte pieces a row
-  const uint16_t* xp = a.x + s_begin * 16 + 4 * q;
-  float acc[2][4] = {}, y[2][4] = {};
+  const int xt = g % MT;             // the token of X this lane holds (B's column g)
+  const bool xlive = xt < a.out.m;   // a token past M stands as zeros
+  const uint16_t* xp = a.x + (xlive ? xt : 0) * a.k + s_begin * 16 + 4 * q;
+  float acc[kSets][4] = {}, y[kYShared ? 1 : kSets][4] = {};
+  float* const ys = part[warp];
+  if constexpr (kYShared) {
+#pragma unroll
+    for (int j = 0; j < kSets * 4; ++j) ys[j * 32 + lane] = 0.0f;
+  }
   uint32_t zc[4][4];  // the group's zero terms, [word][register]: 1024 + z (low nibbles), -(64 + z) (high)
   const int64_t groups = a.k / a.group;
   const auto zeros_in = [&](int64_t gi) {
@@ -3119,23 +3143,52 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
       zc[w][3] = bits::mul_f16x2(bits::lop3<0xEA>(z8, 0x00F000F0u, 0x64006400u), 0xAC00AC00u);
     }
   };
-  // The lane's scales of group gi (two sets of 4 channels), and the group's sums times them.
-  const auto scales_in = [&](int64_t gi, uint2(&sv)[2]) {
+  // The channel of element e of set `set` in lane (g, q), counted from the block's first (8 c0).
+  const auto channel_of = [&](int set, int e) {
+    const int col = 2 * q + e % 2, i = set * P + col / MT, w = i / 4, r = i % 4;
+    return 8 * (4 * g + w) + 2 * r + e / 2;
+  };
+  // The lane's scales of group gi, and the group's sums times them. One row: two sets of 4 channels;
+  // more: a pair of channels a set (the register's low and high channel).
+  using Scales = std::conditional_t<MT == 1, uint2[2], uint32_t[kSets]>;
+  const auto scales_in = [&](int64_t gi, Scales& sv) {
 #pragma unroll
-    for (int set = 0; set < 2; ++set) {
-      const int64_t ch = 8 * (c0 + 4 * g + 2 * set + q / 2) + 4 * (q % 2);
-      sv[set] = __ldg(reinterpret_cast<const uint2*>(a.scales + gi * a.n + ch));
+    for (int set = 0; set < (MT == 1 ? 2 : kSets); ++set) {
+      if constexpr (MT == 1) {
+        const int64_t ch = 8 * (c0 + 4 * g + 2 * set + q / 2) + 4 * (q % 2);
+        sv[set] = __ldg(reinterpret_cast<const uint2*>(a.scales + gi * a.n + ch));
+      } else {
+        sv[set] = __ldg(reinterpret_cast<const uint32_t*>(a.scales + gi * a.n + 8 * c0 + channel_of(set, 0)));
+      }
     }
   };
-  const auto scale_out = [&](const uint2(&sv)[2]) {
+  const auto scale_out = [&](const Scales& sv) {
+    if constexpr (MT > 1) {
 #pragma unroll
-    for (int set = 0; set < 2; ++set) {
-      // acc[set][0 .. 3]: channels + 0, + 2, + 1, + 3 (columns 2q, 2q + 1 of rows g, g + 8)
-      const float s[4] = {
-          quant::half_to_f32(bits::lo16(sv[set].x)), quant::half_to_f32(bits::lo16(sv[set].y)),
-          quant::half_to_f32(bits::hi16(sv[set].x)), quant::half_to_f32(bits::hi16(sv[set].y))};
+      for (int set = 0; set < kSets; ++set) {
+        const float lo = quant::half_to_f32(bits::lo16(sv[set])),
+                    hi = quant::half_to_f32(bits::hi16(sv[set]));
 #pragma unroll
-      for (int e = 0; e < 4; ++e) y[set][e] = fmaf(s[e], acc[set][e], y[set][e]), acc[set][e] = 0.0f;
+        for (int e = 0; e < 4; ++e) {
+          if constexpr (kYShared) {
+            float& v = ys[(set * 4 + e) * 32 + lane];
+            v = fmaf(e < 2 ? lo : hi, acc[set][e], v);
+          } else {
+            y[set][e] = fmaf(e < 2 ? lo : hi, acc[set][e], y[set][e]);
+          }
+          acc[set][e] = 0.0f;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int set = 0; set < 2; ++set) {
+        // acc[set][0 .. 3]: channels + 0, + 2, + 1, + 3 (columns 2q, 2q + 1 of rows g, g + 8)
+        const float s[4] = {
+            quant::half_to_f32(bits::lo16(sv[set].x)), quant::half_to_f32(bits::lo16(sv[set].y)),
+            quant::half_to_f32(bits::hi16(sv[set].x)), quant::half_to_f32(bits::hi16(sv[set].y))};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) y[set][e] = fmaf(s[e], acc[set][e], y[set][e]), acc[set][e] = 0.0f;
+      }
     }
   };
   uint4 buf[2][4];  // this step's pieces and the next's
@@ -3143,7 +3196,11 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
   const auto load = [&](int slot) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) buf[slot][j] = load_piece(wp + j * rstride);
-    xbuf[slot] = __ldg(reinterpret_cast<const uint2*>(xp));
+    if constexpr (MT == 1) {
+      xbuf[slot] = __ldg(reinterpret_cast<const uint2*>(xp));
+    } else {
+      xbuf[slot] = xlive ? __ldg(reinterpret_cast<const uint2*>(xp)) : make_uint2(0u, 0u);
+    }
     wp += 4 * 4 * rstride, xp += 16;
   };
   const auto step = [&](int slot) {
@@ -3166,8 +3223,8 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
         const int i = 4 * w + r;
         const uint32_t a0 = __byte_perm(h[0][r], h[1][r], 0x5410), a1 = __byte_perm(h[0][r], h[1][r], 0x7632);
         const uint32_t a2 = __byte_perm(h[2][r], h[3][r], 0x5410), a3 = __byte_perm(h[2][r], h[3][r], 0x7632);
-        const bool mine = g == i % 8;
-        wide_mma<OutType::F16>(acc[i / 8], a0, a1, a2, a3, mine ? x0 : 0u, mine ? x1 : 0u);
+        const bool mine = g / MT == i % P;
+        wide_mma<OutType::F16>(acc[i / P], a0, a1, a2, a3, mine ? x0 : 0u, mine ? x1 : 0u);
       }
     }
   };
@@ -3175,7 +3232,7 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
     int64_t gi = s_begin / spg;
     int left = spg - static_cast<int>(s_begin % spg);  // steps of group gi still to come
     zeros_of(zeros_in(gi));
-    uint2 sv[2];
+    Scales sv;
     scales_in(gi, sv);
     uint4 znext = zeros_in(gi + 1);  // the next group's, early
     const auto consume = [&](int slot, int j) {
@@ -3203,21 +3260,33 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
     if (j + 1 < count) consume(1, j + 1);
   }
   // The warps of the block meet in shared memory, channel by channel, then the rows of blocks.
+  float lane_sums[kSets][4];
 #pragma unroll
-  for (int set = 0; set < 2; ++set) {
-    const int base = 8 * (4 * g + 2 * set + q / 2) + 4 * (q % 2);
-    part[warp][base + 0] = y[set][0];
-    part[warp][base + 2] = y[set][1];
-    part[warp][base + 1] = y[set][2];
-    part[warp][base + 3] = y[set][3];
+  for (int set = 0; set < kSets; ++set) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if constexpr (kYShared) {
+        lane_sums[set][e] = ys[(set * 4 + e) * 32 + lane];
+      } else {
+        lane_sums[set][e] = y[set][e];
+      }
+    }
+  }
+  if constexpr (kYShared) __syncwarp();  // the warp's sums are read before its part is rewritten
+#pragma unroll
+  for (int set = 0; set < kSets; ++set) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      part[warp][(2 * q + e % 2) % MT * 256 + channel_of(set, e)] = lane_sums[set][e];
   }
   __syncthreads();
   const auto each = [&](auto fn) {
-    for (int i = threadIdx.x; i < 256; i += blockDim.x) {
+    for (int i = threadIdx.x; i < MT * 256; i += blockDim.x) {
+      if (i / 256 >= a.out.m) break;  // tokens past M (i only grows)
       float v = 0.0f;
 #pragma unroll
       for (int w = 0; w < kAwqLaneWarps; ++w) v += part[w][i];
-      fn(int64_t{0}, 8 * c0 + i, v);
+      fn(int64_t{i / 256}, 8 * c0 + i % 256, v);
     }
   };
   finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
@@ -3232,13 +3301,18 @@ std::string launch_awq_lane(const GemvLaunch& L, const Workspace& ws, bool wait)
   a.n = L.w.n, a.k = L.w.k, a.group = L.w.group;
   a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
   a.sums = ws.sums, a.counters = ws.counters;
-  static Fit fit;
-  const int64_t resident = int64_t{bulk_blocks_per_sm(fit, awq_lane_kernel, 0, kAwqLaneWarps * 32)} * L.sms;
-  const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, resident);
-  a.steps_per_warp = static_cast<int>(grid.steps_per_warp);
-  awq_lane_kernel<<<dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)),
-                    kAwqLaneWarps * 32>>>(a);
-  return status("the one-row AWQ kernel", wait);
+  const auto launch = [&](auto kernel, Fit& fit) {
+    const int64_t resident = int64_t{bulk_blocks_per_sm(fit, kernel, 0, kAwqLaneWarps * 32)} * L.sms;
+    const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, resident);
+    a.steps_per_warp = static_cast<int>(grid.steps_per_warp);
+    kernel<<<dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)),
+             kAwqLaneWarps * 32>>>(a);
+    return status("the AWQ lane kernel", wait);
+  };
+  static Fit fit1, fit2, fit4;
+  if (L.p.m == 1) return launch(awq_lane_kernel<1>, fit1);
+  if (L.p.m == 2) return launch(awq_lane_kernel<2>, fit2);
+  return launch(awq_lane_kernel<4>, fit4);
 }
 
 // Blocks a multiprocessor the AWQ kernels' grids aim at (k_slice_units' `most`): the ring at one token
@@ -3286,7 +3360,7 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (a.group % (16 * kAwqMmaSteps) == 0) {
     const int64_t bx = (cols + kAwqMmaCols - 1) / kAwqMmaCols;
     constexpr int ST = kAwqRingStages;
-    // One row of X: the lane form above, where its warps' 256 channels divide N.
+    // One to four rows of X: the lane form above, where its warps' 256 channels divide N.
     if (gemv::awq_lane_takes(a.m, a.n, a.group, L.cc)) return launch_awq_lane(L, ws, wait);
     // The ring where it can run: H200, against the words in registers, 1.34-1.36x at M = 1 and
     // 1.21x at M = 16 on the large shapes, 1.11-1.15x at 8192x8192, 1.0-1.07x at 4096x4096

@@ -421,14 +421,15 @@ inline int lane_warps(int64_t n, int64_t k, Resident resident) {
   return best;
 }
 
-// AWQ at one row of X (awq_lane_kernel): blocks of kAwqLaneWarps warps, each warp kAwqLaneChannels
+// AWQ at one to four rows of X (awq_lane_kernel): blocks of kAwqLaneWarps warps, each warp kAwqLaneChannels
 // channels by a run of `steps_per_warp` steps of 16 rows of K; the warps of a block take consecutive runs
 // of one column of channels, `rows` rows of blocks a column (they meet in the workspace). As many rows as
 // the device holds at once over the columns (one wave), the steps spread evenly over their warps; the
-// last row may hold fewer. Taken at one row of X where the warps' channels divide N, for the groups the
-// tensor-core forms take (a multiple of 64), from compute capability 8.0.
+// last row may hold fewer. Taken at one to kAwqLaneMostRows rows of X where the warps' channels divide N,
+// for the groups the tensor-core forms take (a multiple of 64), from compute capability 8.0.
 constexpr int kAwqLaneWarps = 8;
 constexpr int64_t kAwqLaneChannels = 256;
+constexpr int64_t kAwqLaneMostRows = 4;  // rows of X the lane form takes (awq_lane_kernel<MT>)
 struct AwqLaneGrid {
   int64_t columns, rows, steps_per_warp;
 };
@@ -445,7 +446,7 @@ inline AwqLaneGrid awq_lane_grid(int64_t n, int64_t k, int64_t resident) {
   return g;
 }
 inline bool awq_lane_takes(int64_t m, int64_t n, int group, int cc) {
-  return m == 1 && n % kAwqLaneChannels == 0 && group % 64 == 0 && cc >= 80;
+  return m >= 1 && m <= kAwqLaneMostRows && n % kAwqLaneChannels == 0 && group % 64 == 0 && cc >= 80;
 }
 
 }  // namespace dql::gemv

@@ -1192,15 +1192,18 @@ TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores a
   }
 }
 
-TEST_CASE("gemv: AWQ with one row of X on the lane form, where warps start and end inside groups") {
+TEST_CASE("gemv: AWQ with 1-4 rows of X on the lane form, where warps start and end inside groups") {
   // The lane form's warps take runs of steps of 16 rows of K spread evenly (gemv::awq_lane_grid), so a
   // run may start and end inside a group: its zero points and scales must be the group's own. On 132
   // multiprocessors (264 blocks at once) 2048x11008 has 8 columns of 256 channels by 29 rows of blocks,
   // runs of 3 steps (groups of 128 are 8 steps, of 64 four), the last run one step and two warps idle;
   // 768x4160 (65 groups of 64) 3 columns by 33 rows of one-step runs; 2560x5120 10 columns by 20 rows of
-  // two-step runs. On any device, the outputs as the float64 product's within the goal.
-  // Then an infinity and a NaN in X: every output as the float64 product has it (Inf of its sign, or NaN
-  // where the infinity meets a weight q - z = 0; NaN everywhere).
+  // two-step runs. One row puts X in one column of the product's 8; two rows in two (awq_lane_kernel<2>);
+  // three and four in four, the fourth zeros at three rows (awq_lane_kernel<4>). On any device, every
+  // row's outputs as the float64 product's within the goal.
+  // Then an infinity and a NaN in X's last row: every output of that row as the float64 product has it
+  // (Inf of its sign, or NaN where the infinity meets a weight q - z = 0; NaN everywhere), and the other
+  // rows, which share the products' columns with it, still the float64 product's within the goal.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   const std::pair<int64_t, int64_t> shapes[] = {{2048, 11008}, {768, 4160}, {2560, 5120}};
@@ -1209,22 +1212,40 @@ TEST_CASE("gemv: AWQ with one row of X on the lane form, where warps start and e
     for (const int group : {64, 128}) {
       if (k % group != 0) continue;
       const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Asym, quant::Layout::Awq, group});
-      const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, 1, n, k, 11, {});
-      const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
-      std::printf("AWQ %lldx%lld g%d M=1 (lane form): rel err GPU %.2e CPU %.2e\n", static_cast<long long>(n),
-                  static_cast<long long>(k), group, eg, ec);
-      CHECK(eg < 1e-3);
-      if (group == 128 && n == 2048) {
-        for (const uint16_t special : {uint16_t{0x7C00}, uint16_t{0xFC00}, uint16_t{0x7E00}}) {
-          GemvRequest odd = r;
-          odd.x[static_cast<size_t>(k / 2 + 3)] = special;  // inside a run, not at a group's start
-          const std::vector<double> ref = test::reference(*cpu, q, odd);
-          const NonFinite nf = outputs_unlike(gpu->gemv(q, odd), ref, recipes::OutType::F16);
-          std::printf(
-              "AWQ %lldx%lld M=1, x = 0x%04X in X: %zu outputs unlike the float64 product's (%zu NaN)\n",
-              static_cast<long long>(n), static_cast<long long>(k), special, nf.unlike, nf.nans);
-          CHECK(nf.unlike == 0);
-          CHECK(!std::isfinite(ref[0]));
+      for (const int64_t m : {1, 2, 3, 4}) {
+        const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, k, 11, {});
+        const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
+        std::printf("AWQ %lldx%lld g%d M=%lld (lane form): rel err GPU %.2e CPU %.2e\n",
+                    static_cast<long long>(n), static_cast<long long>(k), group, static_cast<long long>(m),
+                    eg, ec);
+        CHECK(eg < 1e-3);
+        if (group == 128 && n == 2048) {
+          const auto last = static_cast<std::ptrdiff_t>((m - 1) * n);
+          for (const uint16_t special : {uint16_t{0x7C00}, uint16_t{0xFC00}, uint16_t{0x7E00}}) {
+            GemvRequest odd = r;
+            // In the last row, inside a run, not at a group's start.
+            odd.x[static_cast<size_t>((m - 1) * k + k / 2 + 3)] = special;
+            const std::vector<double> ref = test::reference(*cpu, q, odd);
+            const std::vector<uint16_t> y = gpu->gemv(q, odd);
+            REQUIRE(y.size() == static_cast<size_t>(m * n));
+            const NonFinite nf = outputs_unlike({y.begin() + last, y.end()}, {ref.begin() + last, ref.end()},
+                                                recipes::OutType::F16);
+            // (The rows of blocks meet by atomic adds, so the other rows match the float64 product, not
+            // bit for bit the run without the infinity.)
+            const double others =
+                m > 1 ? gemv::compare({y.begin(), y.begin() + last}, {ref.begin(), ref.begin() + last},
+                                      recipes::OutType::F16)
+                            .rel_l2
+                      : 0.0;
+            std::printf(
+                "AWQ %lldx%lld M=%lld, x = 0x%04X in row %lld: %zu outputs unlike the float64 product's "
+                "(%zu NaN), the other rows' rel err %.2e\n",
+                static_cast<long long>(n), static_cast<long long>(k), static_cast<long long>(m), special,
+                static_cast<long long>(m - 1), nf.unlike, nf.nans, others);
+            CHECK(nf.unlike == 0);
+            CHECK(!std::isfinite(ref[static_cast<size_t>(last)]));
+            CHECK(others < 1e-3);
+          }
         }
       }
     }
