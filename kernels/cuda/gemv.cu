@@ -3076,8 +3076,8 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 // 1.38x at 8192x28672, 1.44x at 8192x8192 and 14336x4096, 1.52-1.65x at 4096x14336, 4096x4096, 2048x11008.
 // Two to four rows of X share the same products (below: MT); the weights are read once whatever M. Against
 // the ring at those rows, H200, alternated twice: two rows 1.40-1.64x (28672x8192 67 -> 47.6 us, 4096x4096
-// 17.8 -> 10.8), three 1.16-1.28x, four 1.12-1.20x on the large shapes and 0.98-1.02x at 4096x4096 and
-// 2048x11008 (notes/performance.md, seventy-second session).
+// 17.8 -> 10.8); three rows 1.30-1.60x and four 1.20-1.34x with the meeting's padded layout (two calls'
+// ratios multiplied: 4096x4096 at four rows 17.2 -> 13.7 us; notes/performance.md, seventy-second session).
 using gemv::kAwqLaneWarps;  // split.hpp's grid rule and this kernel share the block's warps
 static_assert(gemv::kAwqLaneChannels == 256, "a warp's 32 word columns of 8 channels");
 
@@ -3106,8 +3106,13 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
   // warp's own part of `part`, [set, element][lane]. In registers they spilled 168 bytes a thread and
   // read 1.04-1.11x slower at 3-4 rows (two calls; notes/performance.md, seventy-second session).
   constexpr bool kYShared = MT == 4;
-  static_assert(!kYShared || kSets * 4 * 32 == MT * 256, "a warp's sums fill its part");
-  __shared__ float part[kAwqLaneWarps][MT * 256];
+  // Where (token t, channel ch of the block's 256) meets in a warp's part. At four rows a warp's stores of
+  // the meeting (one element of every lane at a time) fell 16 lanes on a bank: each token's run of 256
+  // takes 288 places, four skipped after every 32 channels, so that lanes of other g land 4 banks apart.
+  constexpr int kTokenRun = kYShared ? 288 : 256;
+  const auto part_at = [](int t, int ch) { return t * kTokenRun + ch + (kYShared ? 4 * (ch / 32) : 0); };
+  static_assert(!kYShared || kSets * 4 * 32 <= MT * kTokenRun, "a warp's sums fit its part");
+  __shared__ float part[kAwqLaneWarps][MT * kTokenRun];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int64_t cols = a.n / 8;
   const int64_t c0 = int64_t{blockIdx.x} * 32;  // the block's first word column
@@ -3277,7 +3282,7 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
   for (int set = 0; set < kSets; ++set) {
 #pragma unroll
     for (int e = 0; e < 4; ++e)
-      part[warp][(2 * q + e % 2) % MT * 256 + channel_of(set, e)] = lane_sums[set][e];
+      part[warp][part_at((2 * q + e % 2) % MT, channel_of(set, e))] = lane_sums[set][e];
   }
   __syncthreads();
   const auto each = [&](auto fn) {
@@ -3285,7 +3290,7 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
       if (i / 256 >= a.out.m) break;  // tokens past M (i only grows)
       float v = 0.0f;
 #pragma unroll
-      for (int w = 0; w < kAwqLaneWarps; ++w) v += part[w][i];
+      for (int w = 0; w < kAwqLaneWarps; ++w) v += part[w][part_at(i / 256, i % 256)];
       fn(int64_t{i / 256}, 8 * c0 + i % 256, v);
     }
   };
