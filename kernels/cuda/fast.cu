@@ -348,9 +348,11 @@ __device__ __forceinline__ uint32_t load_word_l2_256(const uint32_t* p) {
 // fetch (load_word_l2_256) sets of one lead: each range's K tiles one after another, about six ranges
 // in flight at 8192x8192. Against sets of two, alternated in two calls (five rounds) on one H200:
 // 89.1-89.5 -> 90.0-90.1% of the copy at 8192x8192, 91.2 -> 91.9% at 8192x28672, 92.5 -> 93.0% at
-// 28672x8192, 4096x4096 0.3 points less (notes/performance.md, seventy-first session). `set` divides by the
-// blocks of a set (width x the K tiles), `group` rows of K by the group size (K below 2^31: the
-// launcher).
+// 28672x8192, 4096x4096 0.3 points less (notes/performance.md, seventy-first session). With sets of one
+// the set arithmetic below could be block b = range b / T, K tile b % T; that form, in one binary with
+// this one, read 0.3-0.4 points of the copy less at every shape (the stores' schedule moves; notes,
+// seventy-second session), so the general form stays. `set` divides by the blocks of a set (width x the
+// K tiles), `group` rows of K by the group size (K below 2^31: the launcher).
 __global__ void __launch_bounds__(kThreads)
     dequant_awq_tiled_kernel(DequantArgs a, uint32_t width, bits::FixedDivisor set,
                              bits::FixedDivisor group) {
