@@ -871,51 +871,90 @@ TEST_CASE("gemv split: the lane form's rows of blocks meet in slots where the wh
   CHECK(gemv::workspace_sum_floats(4096, 8192, 1) == gemv::sum_floats(4096, 1));
 }
 
-TEST_CASE("gemv split: AWQ at 1-4 rows on the lane form, columns of 256 channels by rows of runs of steps") {
-  // Taken at one to four rows where 256 divides N, for groups of a multiple of 64, from compute
-  // capability 8.0.
-  CHECK(gemv::awq_lane_takes(1, 28672, 128, 90));
-  CHECK(gemv::awq_lane_takes(1, 2048, 64, 80));
-  CHECK(gemv::awq_lane_takes(2, 28672, 128, 90));
-  CHECK(gemv::awq_lane_takes(3, 4096, 64, 80));
-  CHECK(gemv::awq_lane_takes(4, 8192, 128, 90));
-  CHECK_FALSE(gemv::awq_lane_takes(5, 28672, 128, 90));  // more rows: the ring
-  CHECK_FALSE(gemv::awq_lane_takes(16, 28672, 128, 90));
-  CHECK_FALSE(gemv::awq_lane_takes(0, 28672, 128, 90));
-  CHECK_FALSE(gemv::awq_lane_takes(4, 1280 + 128, 128, 90));
-  CHECK_FALSE(gemv::awq_lane_takes(1, 200, 128, 90));
-  CHECK_FALSE(gemv::awq_lane_takes(1, 1280 + 128, 128, 90));
-  CHECK_FALSE(gemv::awq_lane_takes(1, 4096, 32, 90));  // the CUDA-core kernels
-  CHECK_FALSE(gemv::awq_lane_takes(1, 4096, 128, 75));
+TEST_CASE("gemv split: AWQ at 1-16 rows on the lane form, columns of channels by rows of runs of steps") {
+  // A warp's channels: 256 at one to four rows, 128 at five to eight, 64 at nine to sixteen. Taken where
+  // they divide N, for groups of a multiple of 64, from compute capability 8.0; from nine rows only where
+  // N's columns fit one wave of the sixteen-row form's blocks (the last argument).
+  CHECK(gemv::awq_lane_channels(1) == 256);
+  CHECK(gemv::awq_lane_channels(4) == 256);
+  CHECK(gemv::awq_lane_channels(5) == 128);
+  CHECK(gemv::awq_lane_channels(8) == 128);
+  CHECK(gemv::awq_lane_channels(9) == 64);
+  CHECK(gemv::awq_lane_channels(16) == 64);
+  // (264: the H200's blocks at once of the sixteen-row form, two a multiprocessor.)
+  CHECK(gemv::awq_lane_takes(1, 28672, 128, 90, 264));
+  CHECK(gemv::awq_lane_takes(1, 2048, 64, 80, 264));
+  CHECK(gemv::awq_lane_takes(2, 28672, 128, 90, 264));
+  CHECK(gemv::awq_lane_takes(3, 4096, 64, 80, 264));
+  CHECK(gemv::awq_lane_takes(4, 8192, 128, 90, 264));
+  CHECK(gemv::awq_lane_takes(5, 28672, 128, 90, 264));
+  CHECK(gemv::awq_lane_takes(8, 28672, 128, 90, 0));         // up to eight rows whatever the device holds
+  CHECK(gemv::awq_lane_takes(8, 1280 + 128, 128, 90, 264));  // 128 divides it
+  CHECK(gemv::awq_lane_takes(9, 1280 + 64, 64, 80, 264));    // 64 divides it
+  CHECK(gemv::awq_lane_takes(16, 8192, 128, 90, 264));       // 128 columns of 64 channels
+  CHECK(gemv::awq_lane_takes(16, 16896, 128, 90, 264));      // 264 columns: one wave
+  CHECK_FALSE(gemv::awq_lane_takes(16, 16896 + 64, 128, 90, 264));  // 265 columns: the ring
+  CHECK_FALSE(gemv::awq_lane_takes(9, 28672, 128, 90, 264));        // 448 columns
+  CHECK(gemv::awq_lane_takes(9, 28672, 128, 90, 448));              // a device that holds them
+  CHECK_FALSE(gemv::awq_lane_takes(17, 4096, 128, 90, 264));        // more rows: the ring
+  CHECK_FALSE(gemv::awq_lane_takes(0, 28672, 128, 90, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(4, 1280 + 128, 128, 90, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(1, 200, 128, 90, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(1, 1280 + 128, 128, 90, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(5, 1280 + 64, 128, 90, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(16, 1280 + 32, 128, 90, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(1, 4096, 32, 90, 264));  // the CUDA-core kernels
+  CHECK_FALSE(gemv::awq_lane_takes(16, 4096, 32, 90, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(1, 4096, 128, 75, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(12, 4096, 128, 75, 264));
   // The H200's grids (two blocks of 8 warps a multiprocessor: 264 at once).
-  const auto grid = [](int64_t n, int64_t k, int64_t resident) {
-    const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, resident);
+  const auto grid = [](int64_t n, int64_t k, int64_t m, int64_t resident) {
+    const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, m, resident);
     return std::array<int64_t, 3>{g.columns, g.rows, g.steps_per_warp};
   };
-  CHECK(grid(28672, 8192, 264) == std::array<int64_t, 3>{112, 2, 32});
-  CHECK(grid(8192, 28672, 264) == std::array<int64_t, 3>{32, 8, 28});
-  CHECK(grid(8192, 8192, 264) == std::array<int64_t, 3>{32, 8, 8});
-  CHECK(grid(4096, 4096, 264) == std::array<int64_t, 3>{16, 16, 2});
-  CHECK(grid(2048, 11008, 264) == std::array<int64_t, 3>{8, 29, 3});  // 230 runs: the last row 6 warps
-  CHECK(grid(768, 4160, 264) == std::array<int64_t, 3>{3, 33, 1});
-  CHECK(grid(2560, 5120, 264) == std::array<int64_t, 3>{10, 20, 2});
-  // More columns than the device holds: one row of blocks, every warp a run of K / 128 steps.
-  CHECK(grid(131072, 4096, 264) == std::array<int64_t, 3>{512, 1, 32});
-  // Every grid covers K's steps once with no empty row, and is one wave where the columns allow.
-  for (int64_t n = 256; n <= 262144; n = n * 3 + 256) {
-    for (int64_t k = 64; k <= 65536; k = k * 2 + 64) {
-      for (const int64_t resident : {2, 92, 264, 288, 1056}) {
-        const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, resident);
-        const int64_t steps = k / 16, runs = (steps + g.steps_per_warp - 1) / g.steps_per_warp;
-        CAPTURE(n);
-        CAPTURE(k);
-        CAPTURE(resident);
-        CHECK(g.columns * gemv::kAwqLaneChannels == n);
-        CHECK(g.steps_per_warp >= 1);
-        CHECK(g.rows * gemv::kAwqLaneWarps * g.steps_per_warp >= steps);  // K covered
-        CHECK((g.rows - 1) * gemv::kAwqLaneWarps < runs);                 // the last row has work
-        if (g.columns <= resident) CHECK(g.rows * g.columns <= resident);
-        if (g.columns > resident) CHECK(g.rows == 1);
+  CHECK(grid(28672, 8192, 1, 264) == std::array<int64_t, 3>{112, 2, 32});
+  CHECK(grid(8192, 28672, 1, 264) == std::array<int64_t, 3>{32, 8, 28});
+  CHECK(grid(8192, 8192, 1, 264) == std::array<int64_t, 3>{32, 8, 8});
+  CHECK(grid(4096, 4096, 1, 264) == std::array<int64_t, 3>{16, 16, 2});
+  CHECK(grid(2048, 11008, 1, 264) == std::array<int64_t, 3>{8, 29, 3});  // 230 runs: the last row 6 warps
+  CHECK(grid(768, 4160, 1, 264) == std::array<int64_t, 3>{3, 33, 1});
+  CHECK(grid(2560, 5120, 1, 264) == std::array<int64_t, 3>{10, 20, 2});
+  // More columns than the device holds at once: 512 columns over 264 blocks, two waves of whole-K blocks
+  // (64 + 2 steps each, 68) beat four of half-K ones (4 x 18 = 72).
+  CHECK(grid(131072, 4096, 1, 264) == std::array<int64_t, 3>{512, 1, 32});
+  // Sixteen rows at 28672x8192: 448 columns of 64 channels. One row of blocks is two waves of 64 steps
+  // and more (2 x 66 = 132); four rows are 1792 blocks, 7 waves of 16 steps (7 x 18 = 126).
+  CHECK(grid(28672, 8192, 16, 264) == std::array<int64_t, 3>{448, 4, 16});
+  CHECK(grid(28672, 8192, 8, 264) == std::array<int64_t, 3>{224, 1, 64});  // 224 columns: one wave
+  CHECK(grid(4096, 4096, 16, 264) == std::array<int64_t, 3>{64, 4, 8});
+  // Every grid covers K's steps once with no empty row, and finishes no later, in waves of steps, than
+  // one row of blocks or the rows that fill one wave.
+  const auto cost = [](const gemv::AwqLaneGrid& g, int64_t resident) {
+    return (g.columns * g.rows + resident - 1) / resident * (g.steps_per_warp + gemv::kAwqLaneBlockSteps);
+  };
+  for (const int64_t m : {1, 5, 16}) {
+    const int64_t ch = gemv::awq_lane_channels(m);
+    for (int64_t n = ch; n <= 262144; n = n * 3 + ch) {
+      for (int64_t k = 64; k <= 65536; k = k * 2 + 64) {
+        for (const int64_t resident : {2, 92, 264, 288, 1056}) {
+          const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, m, resident);
+          const int64_t steps = k / 16, runs = (steps + g.steps_per_warp - 1) / g.steps_per_warp;
+          CAPTURE(m);
+          CAPTURE(n);
+          CAPTURE(k);
+          CAPTURE(resident);
+          CHECK(g.columns * ch == n);
+          CHECK(g.steps_per_warp >= 1);
+          CHECK(g.rows * gemv::kAwqLaneWarps * g.steps_per_warp >= steps);  // K covered
+          CHECK((g.rows - 1) * gemv::kAwqLaneWarps < runs);                 // the last row has work
+          for (const int64_t rows : {int64_t{1}, std::max<int64_t>(1, resident / g.columns)}) {
+            gemv::AwqLaneGrid other = g;
+            other.rows = std::min(rows, (steps + gemv::kAwqLaneWarps - 1) / gemv::kAwqLaneWarps);
+            other.steps_per_warp =
+                (steps + other.rows * gemv::kAwqLaneWarps - 1) / (other.rows * gemv::kAwqLaneWarps);
+            CHECK(cost(g, resident) <= cost(other, resident));
+          }
+        }
       }
     }
   }

@@ -3052,7 +3052,7 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 #endif
 }
 
-// ---- AWQ at one to four rows of X: plain 16-byte loads, products on the tensor cores -------------
+// ---- AWQ at one to sixteen rows of X: plain loads, products on the tensor cores ------------------
 //
 // A warp owns 256 channels (32 word columns of qweight) and a run of steps of 16 rows of K. Lane (g, q) =
 // (lane / 4, lane % 4) loads, each step, piece g of the warp's row (word columns 4g .. 4g + 3: 32 channels)
@@ -3078,8 +3078,17 @@ __global__ void __launch_bounds__(kAwqMmaWarps * 32) awq_ring_kernel(AwqArgs a) 
 // the ring at those rows, H200, alternated twice: two rows 1.40-1.64x (28672x8192 67 -> 47.6 us, 4096x4096
 // 17.8 -> 10.8); three rows 1.30-1.60x and four 1.20-1.34x with the meeting's padded layout (two calls'
 // ratios multiplied: 4096x4096 at four rows 17.2 -> 13.7 us; notes/performance.md, seventy-second session).
+// Five to sixteen rows fill all 8 columns of a product, 8 accumulator sets a token tile of 8 at 256
+// channels a warp: too many registers. The warp takes fewer channels instead (W words a lane a row: 8 bytes
+// at five to eight rows, 128 channels a warp; 4 bytes and two token tiles at nine to sixteen, 64 channels),
+// so a step still holds 32 accumulators a lane, and keeps more steps' loads in flight (D). Against the ring,
+// H200, one call alternated twice (notes/performance.md, seventy-third session): five rows 1.29x at
+// 8192x28672 to 1.96x at 4096x4096 (23.5 -> 12.0 us), eight rows 1.21x to 1.42x (28672x8192 70.4-73.0 ->
+// 51.5), nine rows 1.22x to 2.3x, sixteen rows 1.33x at 8192x8192 (38.0 -> 28.3-28.6) and 1.63x at
+// 4096x4096, level at 8192x28672 (77.2-77.3 against 77.0-77.1). At 28672x8192 sixteen rows read 0.87x (105
+// against 91.5 us): its 448 columns of 64 channels need seven waves of blocks, each with its start and its
+// meeting, so from nine rows the ring keeps N whose columns one wave does not hold (gemv::awq_lane_takes).
 using gemv::kAwqLaneWarps;  // split.hpp's grid rule and this kernel share the block's warps
-static_assert(gemv::kAwqLaneChannels == 256, "a warp's 32 word columns of 8 channels");
 
 struct AwqLaneArgs {
   const uint32_t* q;
@@ -3093,77 +3102,133 @@ struct AwqLaneArgs {
   unsigned* counters;
 };
 
-// MT rows of X a product: 1, 2 (M = 2) or 4 (M = 3, 4). With MT tokens, product i's X stands in columns
-// MT (i % P) .. + MT - 1 (P = 8 / MT products a set, token t in the column's t-th place), so a step's 16
-// products fill 2 MT accumulator sets, and lane (g, q) holds X of token g % MT. Lane (g, q)'s element e of
-// set s is then column 2q + e % 2 (product s P + (2q + e % 2) / MT, token (2q + e % 2) % MT) of row g
-// (e < 2: the register's low channel) or g + 8 (its high channel).
-template <int MT>
+// A lane's W words of one row of the weights (W = 4, 2, 1), read once as load_piece reads 16 bytes.
+template <int W>
+using AwqLaneWords = std::conditional_t<W == 4, uint4, std::conditional_t<W == 2, uint2, uint32_t>>;
+// The narrower forms' loads (a lane's 8 or 4 bytes of a row: 64 or 32 bytes a row a warp) ask the L2 for
+// the whole 128-byte line: the neighbouring columns' blocks, running at the same time, read the rest
+// (H200: 1.03-1.04x at 5-16 rows on the large shapes against plain loads; notes/performance.md,
+// seventy-third session).
+__device__ __forceinline__ uint2 load_piece(const uint2* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v2.u32 {%0, %1}, [%2];"
+               : "=r"(v.x), "=r"(v.y)
+               : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint32_t load_piece(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::128B.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
+  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ uint32_t word_of(const uint2& v, int w) { return w == 0 ? v.x : v.y; }
+__device__ __forceinline__ uint32_t word_of(uint32_t v, int) { return v; }
+
+// MT rows of X a product: 1, 2 (M = 2), 4 (M = 3, 4) or 8; W words a lane a row of K (a warp 64 W channels);
+// NT token tiles of 8 (MT = 8 only). The forms: <1, 4, 1>, <2, 4, 1>, <4, 4, 1> (one to four rows, 256
+// channels a warp), <8, 2, 1> (five to eight rows, 128 channels) and <8, 1, 2> (nine to sixteen, 64).
+// With MT tokens, product i's X stands in columns MT (i % P) .. + MT - 1 (P = 8 / MT products a set, token
+// t in the column's t-th place), so a token tile's 4 W products a step fill S = 4 W / P accumulator sets,
+// and lane (g, q) holds X of token 8 tile + g % MT. Lane (g, q)'s element e of set s is then column 2q +
+// e % 2 (product (s % S) P + (2q + e % 2) / MT, token 8 (s / S) + (2q + e % 2) % MT) of row g (e < 2: the
+// register's low channel) or g + 8 (its high channel). Fewer channels a warp at more rows keep the
+// accumulators at 32 a lane (8 sets) from four rows on.
+template <int MT, int W, int NT>
 __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLaneArgs a) {
 #if __CUDA_ARCH__ >= 800
-  constexpr int P = 8 / MT, kSets = 16 / P;
-  // Four rows: the group-scaled sums wait in shared memory (the registers hold the accumulators), in the
+  static_assert(MT == 8 ? (W == 1 || W == 2) : (W == 4 && NT == 1), "the forms named above");
+  constexpr int P = 8 / MT, S = 4 * W / P, kSets = NT * S;
+  // Steps whose loads are in flight: a step's loads are asked D - 1 steps ahead. Narrower words a lane
+  // take more steps to keep as many bytes in flight: at 8 rows 3 steps against 2, 1.01-1.04x; at 16 rows
+  // 4 against 2, 1.03-1.18x (H200; 3 at 16 rows 1.05-1.10x; notes/performance.md, seventy-third session).
+  constexpr int D = W == 4 ? 2 : W == 2 ? 3 : 4;
+  constexpr int kTokens = MT * NT, kChannels = 64 * W;  // what a block meets
+  using Words = AwqLaneWords<W>;
+  // Eight sets: the group-scaled sums wait in shared memory (the registers hold the accumulators), in the
   // warp's own part of `part`, [set, element][lane]. In registers they spilled 168 bytes a thread and
   // read 1.04-1.11x slower at 3-4 rows (two calls; notes/performance.md, seventy-second session).
-  constexpr bool kYShared = MT == 4;
-  // Where (token t, channel ch of the block's 256) meets in a warp's part. At four rows a warp's stores of
-  // the meeting (one element of every lane at a time) fell 16 lanes on a bank: each token's run of 256
-  // takes 288 places, four skipped after every 32 channels, so that lanes of other g land 4 banks apart.
-  constexpr int kTokenRun = kYShared ? 288 : 256;
-  const auto part_at = [](int t, int ch) { return t * kTokenRun + ch + (kYShared ? 4 * (ch / 32) : 0); };
-  static_assert(!kYShared || kSets * 4 * 32 <= MT * kTokenRun, "a warp's sums fit its part");
-  __shared__ float part[kAwqLaneWarps][MT * kTokenRun];
+  constexpr bool kYShared = kSets >= 8;
+  // Where (token t, channel ch of the block's) meets in a warp's part. At four rows a warp's stores of the
+  // meeting (one element of every lane at a time) fell 16 lanes on a bank: each token's run of 256 takes
+  // 288 places, four skipped after every 32 channels, so that lanes of other g land 4 banks apart. At
+  // eight tokens a product the lanes' tokens 2q (+ 1) fall 8 banks apart (a token's run of 4 more than a
+  // multiple of 16) and one place is skipped after each lane's 8 W channels (its g to the bank's place).
+  constexpr int kTokenRun = MT == 4 ? 288 : MT == 8 ? (kChannels + 8 * W - 4 + 15) / 16 * 16 + 4 : kChannels;
+  const auto part_at = [](int t, int ch) {
+    if constexpr (MT == 4) return t * kTokenRun + ch + 4 * (ch / 32);
+    if constexpr (MT == 8) return t * kTokenRun + ch + ch / (8 * W);
+    return t * kTokenRun + ch;
+  };
+  static_assert(!kYShared || kSets * 4 * 32 <= kTokens * kTokenRun, "a warp's sums fit its part");
+  __shared__ float part[kAwqLaneWarps][kTokens * kTokenRun];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const int64_t cols = a.n / 8;
-  const int64_t c0 = int64_t{blockIdx.x} * 32;  // the block's first word column
+  const int64_t c0 = int64_t{blockIdx.x} * 8 * W;  // the block's first word column
   const int64_t s_begin = (int64_t{blockIdx.y} * kAwqLaneWarps + warp) * a.steps_per_warp;
   const int64_t s_end = min(a.k / 16, s_begin + a.steps_per_warp);
   const int count = s_begin < s_end ? static_cast<int>(s_end - s_begin) : 0;
   const int spg = a.group / 16;  // steps a group
-  const uint4* wp = reinterpret_cast<const uint4*>(a.q + (s_begin * 16 + 4 * q) * cols + c0 + 4 * g);
-  const int64_t rstride = cols / 4;  // 16-byte pieces a row
-  const int xt = g % MT;             // the token of X this lane holds (B's column g)
-  const bool xlive = xt < a.out.m;   // a token past M stands as zeros
-  const uint16_t* xp = a.x + (xlive ? xt : 0) * a.k + s_begin * 16 + 4 * q;
+  const Words* wp = reinterpret_cast<const Words*>(a.q + (s_begin * 16 + 4 * q) * cols + c0 + W * g);
+  const int64_t rstride = cols / W;  // a lane's W words a row
+  const uint16_t* xp[NT];
+  bool xlive[NT];  // a token past M stands as zeros
+#pragma unroll
+  for (int t = 0; t < NT; ++t) {
+    const int xt = 8 * t + g % MT;  // the token of X this lane holds (B's column g of tile t)
+    xlive[t] = xt < a.out.m;
+    xp[t] = a.x + (xlive[t] ? xt : 0) * a.k + s_begin * 16 + 4 * q;
+  }
   float acc[kSets][4] = {}, y[kYShared ? 1 : kSets][4] = {};
   float* const ys = part[warp];
   if constexpr (kYShared) {
 #pragma unroll
     for (int j = 0; j < kSets * 4; ++j) ys[j * 32 + lane] = 0.0f;
   }
-  uint32_t zc[4][4];  // the group's zero terms, [word][register]: 1024 + z (low nibbles), -(64 + z) (high)
+  uint32_t zc[W][4];  // the group's zero terms, [word][register]: 1024 + z (low nibbles), -(64 + z) (high)
   const int64_t groups = a.k / a.group;
   const auto zeros_in = [&](int64_t gi) {
-    return gi < groups ? __ldg(reinterpret_cast<const uint4*>(a.zeros + gi * cols + c0 + 4 * g))
-                       : make_uint4(0u, 0u, 0u, 0u);
+    return gi < groups ? __ldg(reinterpret_cast<const Words*>(a.zeros + gi * cols + c0 + W * g)) : Words{};
   };
-  const auto zeros_of = [&](uint4 z) {
-    const uint32_t zw[4] = {z.x, z.y, z.z, z.w};
+  const auto zeros_of = [&](const Words& z) {
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      const uint32_t z8 = zw[w] >> 8;
-      zc[w][0] = bits::lop3<0xEA>(zw[w], 0x000F000Fu, 0x64006400u);
-      zc[w][1] = bits::mul_f16x2(bits::lop3<0xEA>(zw[w], 0x00F000F0u, 0x64006400u), 0xAC00AC00u);  // x -1/16
+    for (int w = 0; w < W; ++w) {
+      const uint32_t zw = word_of(z, w), z8 = zw >> 8;
+      zc[w][0] = bits::lop3<0xEA>(zw, 0x000F000Fu, 0x64006400u);
+      zc[w][1] = bits::mul_f16x2(bits::lop3<0xEA>(zw, 0x00F000F0u, 0x64006400u), 0xAC00AC00u);  // x -1/16
       zc[w][2] = bits::lop3<0xEA>(z8, 0x000F000Fu, 0x64006400u);
       zc[w][3] = bits::mul_f16x2(bits::lop3<0xEA>(z8, 0x00F000F0u, 0x64006400u), 0xAC00AC00u);
     }
   };
-  // The channel of element e of set `set` in lane (g, q), counted from the block's first (8 c0).
+  // The channel of element e of set `set` in lane (g, q), counted from the block's first (8 c0), and its
+  // token.
   const auto channel_of = [&](int set, int e) {
-    const int col = 2 * q + e % 2, i = set * P + col / MT, w = i / 4, r = i % 4;
-    return 8 * (4 * g + w) + 2 * r + e / 2;
+    const int col = 2 * q + e % 2, i = (set % S) * P + col / MT, w = i / 4, r = i % 4;
+    return 8 * (W * g + w) + 2 * r + e / 2;
   };
+  const auto token_of = [&](int set, int e) { return 8 * (set / S) + (2 * q + e % 2) % MT; };
   // The lane's scales of group gi, and the group's sums times them. One row: two sets of 4 channels;
-  // more: a pair of channels a set (the register's low and high channel).
-  using Scales = std::conditional_t<MT == 1, uint2[2], uint32_t[kSets]>;
+  // more: a pair of channels a set of a token tile (the register's low and high channel).
+  using Scales = std::conditional_t<MT == 1, uint2[2], uint32_t[S]>;
   const auto scales_in = [&](int64_t gi, Scales& sv) {
+    if constexpr (MT == 8) {  // product i = 4 w + r: channels 2r, 2r + 1 of word w, all 8 of each word
 #pragma unroll
-    for (int set = 0; set < (MT == 1 ? 2 : kSets); ++set) {
-      if constexpr (MT == 1) {
-        const int64_t ch = 8 * (c0 + 4 * g + 2 * set + q / 2) + 4 * (q % 2);
-        sv[set] = __ldg(reinterpret_cast<const uint2*>(a.scales + gi * a.n + ch));
-      } else {
-        sv[set] = __ldg(reinterpret_cast<const uint32_t*>(a.scales + gi * a.n + 8 * c0 + channel_of(set, 0)));
+      for (int w = 0; w < W; ++w) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.scales + gi * a.n + 8 * (c0 + W * g + w)));
+        sv[4 * w] = v.x, sv[4 * w + 1] = v.y, sv[4 * w + 2] = v.z, sv[4 * w + 3] = v.w;
+      }
+    } else {
+#pragma unroll
+      for (int set = 0; set < (MT == 1 ? 2 : S); ++set) {
+        if constexpr (MT == 1) {
+          const int64_t ch = 8 * (c0 + 4 * g + 2 * set + q / 2) + 4 * (q % 2);
+          sv[set] = __ldg(reinterpret_cast<const uint2*>(a.scales + gi * a.n + ch));
+        } else {
+          sv[set] =
+              __ldg(reinterpret_cast<const uint32_t*>(a.scales + gi * a.n + 8 * c0 + channel_of(set, 0)));
+        }
       }
     }
   };
@@ -3171,8 +3236,8 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
     if constexpr (MT > 1) {
 #pragma unroll
       for (int set = 0; set < kSets; ++set) {
-        const float lo = quant::half_to_f32(bits::lo16(sv[set])),
-                    hi = quant::half_to_f32(bits::hi16(sv[set]));
+        const float lo = quant::half_to_f32(bits::lo16(sv[set % S])),
+                    hi = quant::half_to_f32(bits::hi16(sv[set % S]));
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           if constexpr (kYShared) {
@@ -3196,27 +3261,29 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
       }
     }
   };
-  uint4 buf[2][4];  // this step's pieces and the next's
-  uint2 xbuf[2];
+  Words buf[D][4];  // this step's words and the next D - 1 steps'
+  uint2 xbuf[D][NT];
   const auto load = [&](int slot) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) buf[slot][j] = load_piece(wp + j * rstride);
-    if constexpr (MT == 1) {
-      xbuf[slot] = __ldg(reinterpret_cast<const uint2*>(xp));
-    } else {
-      xbuf[slot] = xlive ? __ldg(reinterpret_cast<const uint2*>(xp)) : make_uint2(0u, 0u);
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      if constexpr (MT == 1) {
+        xbuf[slot][t] = __ldg(reinterpret_cast<const uint2*>(xp[t]));
+      } else {
+        xbuf[slot][t] = xlive[t] ? __ldg(reinterpret_cast<const uint2*>(xp[t])) : make_uint2(0u, 0u);
+      }
+      xp[t] += 16;
     }
-    wp += 4 * 4 * rstride, xp += 16;
+    wp += 4 * 4 * rstride;
   };
   const auto step = [&](int slot) {
-    const uint32_t x0 = xbuf[slot].x, x1 = xbuf[slot].y;
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
+    for (int w = 0; w < W; ++w) {
       uint32_t h[4][4];  // [row j][recipe register]: n - z
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const uint4& v = buf[slot][j];
-        const uint32_t word = w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+        const uint32_t word = word_of(buf[slot][j], w);
         const uint32_t w8 = word >> 8;
         h[j][0] = bits::sub_f16x2(bits::lop3<0xEA>(word, 0x000F000Fu, 0x64006400u), zc[w][0]);
         h[j][1] = bits::fma_f16x2(bits::lop3<0xEA>(word, 0x00F000F0u, 0x64006400u), 0x2C002C00u, zc[w][1]);
@@ -3229,7 +3296,11 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
         const uint32_t a0 = __byte_perm(h[0][r], h[1][r], 0x5410), a1 = __byte_perm(h[0][r], h[1][r], 0x7632);
         const uint32_t a2 = __byte_perm(h[2][r], h[3][r], 0x5410), a3 = __byte_perm(h[2][r], h[3][r], 0x7632);
         const bool mine = g / MT == i % P;
-        wide_mma<OutType::F16>(acc[i / P], a0, a1, a2, a3, mine ? x0 : 0u, mine ? x1 : 0u);
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          const uint32_t x0 = xbuf[slot][t].x, x1 = xbuf[slot][t].y;
+          wide_mma<OutType::F16>(acc[t * S + i / P], a0, a1, a2, a3, mine ? x0 : 0u, mine ? x1 : 0u);
+        }
       }
     }
   };
@@ -3239,7 +3310,7 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
     zeros_of(zeros_in(gi));
     Scales sv;
     scales_in(gi, sv);
-    uint4 znext = zeros_in(gi + 1);  // the next group's, early
+    Words znext = zeros_in(gi + 1);  // the next group's, early
     const auto consume = [&](int slot, int j) {
       step(slot);
       if (--left == 0 || j == count - 1) {
@@ -3252,17 +3323,39 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
         }
       }
     };
-    load(0);
-    int j = 0;
-    for (; j + 3 <= count; j += 2) {  // two steps a round, the next one's loads asked first
-      load(1);
-      consume(0, j);
+    if constexpr (D == 2) {
       load(0);
-      consume(1, j + 1);
+      int j = 0;
+      for (; j + 3 <= count; j += 2) {  // two steps a round, the next one's loads asked first
+        load(1);
+        consume(0, j);
+        load(0);
+        consume(1, j + 1);
+      }
+      if (j + 1 < count) load(1);
+      consume(0, j);
+      if (j + 1 < count) consume(1, j + 1);
+    } else {  // D steps a round, each step's loads asked D - 1 steps ahead; step s in slot s % D
+#pragma unroll
+      for (int d = 0; d < D - 1; ++d) {
+        if (d < count) load(d);
+      }
+      int j = 0;
+      for (; j + 2 * D - 1 <= count; j += D) {
+#pragma unroll
+        for (int d = 0; d < D; ++d) {
+          load((d + D - 1) % D);
+          consume(d, j + d);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 2 * D - 2; ++u) {  // what is left: fewer than 2 D - 1 steps
+        if (j + u < count) {
+          if (j + u + D - 1 < count) load((u + D - 1) % D);
+          consume(u % D, j + u);
+        }
+      }
     }
-    if (j + 1 < count) load(1);
-    consume(0, j);
-    if (j + 1 < count) consume(1, j + 1);
   }
   // The warps of the block meet in shared memory, channel by channel, then the rows of blocks.
   float lane_sums[kSets][4];
@@ -3281,17 +3374,17 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
 #pragma unroll
   for (int set = 0; set < kSets; ++set) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      part[warp][part_at((2 * q + e % 2) % MT, channel_of(set, e))] = lane_sums[set][e];
+    for (int e = 0; e < 4; ++e) part[warp][part_at(token_of(set, e), channel_of(set, e))] = lane_sums[set][e];
   }
   __syncthreads();
   const auto each = [&](auto fn) {
-    for (int i = threadIdx.x; i < MT * 256; i += blockDim.x) {
-      if (i / 256 >= a.out.m) break;  // tokens past M (i only grows)
+    for (int i = threadIdx.x; i < kTokens * kChannels; i += blockDim.x) {
+      const int t = i / kChannels, ch = i % kChannels;
+      if (t >= a.out.m) break;  // tokens past M (i only grows)
       float v = 0.0f;
 #pragma unroll
-      for (int w = 0; w < kAwqLaneWarps; ++w) v += part[w][part_at(i / 256, i % 256)];
-      fn(int64_t{i / 256}, 8 * c0 + i % 256, v);
+      for (int w = 0; w < kAwqLaneWarps; ++w) v += part[w][part_at(t, ch)];
+      fn(int64_t{t}, 8 * c0 + ch, v);
     }
   };
   finish_tile<OutType::F16>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
@@ -3300,24 +3393,33 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
 #endif
 }
 
+// The lane form's kernels, by rows of X, and the blocks of each the device holds at once.
+Fit awq_lane_fits[5];
+int64_t awq_lane_resident(Fit& fit, void (*kernel)(AwqLaneArgs), const GemvLaunch& L) {
+  return int64_t{bulk_blocks_per_sm(fit, kernel, 0, kAwqLaneWarps * 32)} * L.sms;
+}
+int64_t awq_lane16_resident(const GemvLaunch& L) {
+  return awq_lane_resident(awq_lane_fits[4], awq_lane_kernel<8, 1, 2>, L);
+}
+
 std::string launch_awq_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
   AwqLaneArgs a{};
   a.q = L.w.q, a.scales = L.w.scales, a.zeros = L.w.qzeros, a.x = L.p.x;
   a.n = L.w.n, a.k = L.w.k, a.group = L.w.group;
   a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
   a.sums = ws.sums, a.counters = ws.counters;
-  const auto launch = [&](auto kernel, Fit& fit) {
-    const int64_t resident = int64_t{bulk_blocks_per_sm(fit, kernel, 0, kAwqLaneWarps * 32)} * L.sms;
-    const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, resident);
+  const auto launch = [&](void (*kernel)(AwqLaneArgs), Fit& fit) {
+    const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, L.p.m, awq_lane_resident(fit, kernel, L));
     a.steps_per_warp = static_cast<int>(grid.steps_per_warp);
     kernel<<<dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)),
              kAwqLaneWarps * 32>>>(a);
     return status("the AWQ lane kernel", wait);
   };
-  static Fit fit1, fit2, fit4;
-  if (L.p.m == 1) return launch(awq_lane_kernel<1>, fit1);
-  if (L.p.m == 2) return launch(awq_lane_kernel<2>, fit2);
-  return launch(awq_lane_kernel<4>, fit4);
+  if (L.p.m == 1) return launch(awq_lane_kernel<1, 4, 1>, awq_lane_fits[0]);
+  if (L.p.m == 2) return launch(awq_lane_kernel<2, 4, 1>, awq_lane_fits[1]);
+  if (L.p.m <= 4) return launch(awq_lane_kernel<4, 4, 1>, awq_lane_fits[2]);
+  if (L.p.m <= 8) return launch(awq_lane_kernel<8, 2, 1>, awq_lane_fits[3]);
+  return launch(awq_lane_kernel<8, 1, 2>, awq_lane_fits[4]);
 }
 
 // Blocks a multiprocessor the AWQ kernels' grids aim at (k_slice_units' `most`): the ring at one token
@@ -3365,8 +3467,10 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (a.group % (16 * kAwqMmaSteps) == 0) {
     const int64_t bx = (cols + kAwqMmaCols - 1) / kAwqMmaCols;
     constexpr int ST = kAwqRingStages;
-    // One to four rows of X: the lane form above, where its warps' 256 channels divide N.
-    if (gemv::awq_lane_takes(a.m, a.n, a.group, L.cc)) return launch_awq_lane(L, ws, wait);
+    // One to sixteen rows of X: the lane form above, where its warps' channels divide N (from nine rows,
+    // where one wave of its blocks holds N's columns: gemv::awq_lane_takes).
+    if (gemv::awq_lane_takes(a.m, a.n, a.group, L.cc, a.m > 8 ? awq_lane16_resident(L) : 0))
+      return launch_awq_lane(L, ws, wait);
     // The ring where it can run: H200, against the words in registers, 1.34-1.36x at M = 1 and
     // 1.21x at M = 16 on the large shapes, 1.11-1.15x at 8192x8192, 1.0-1.07x at 4096x4096
     // (notes/performance.md, w1). Room for the rings of as many blocks as the registers allow,

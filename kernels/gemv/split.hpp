@@ -421,32 +421,46 @@ inline int lane_warps(int64_t n, int64_t k, Resident resident) {
   return best;
 }
 
-// AWQ at one to four rows of X (awq_lane_kernel): blocks of kAwqLaneWarps warps, each warp kAwqLaneChannels
-// channels by a run of `steps_per_warp` steps of 16 rows of K; the warps of a block take consecutive runs
-// of one column of channels, `rows` rows of blocks a column (they meet in the workspace). As many rows as
-// the device holds at once over the columns (one wave), the steps spread evenly over their warps; the
-// last row may hold fewer. Taken at one to kAwqLaneMostRows rows of X where the warps' channels divide N,
-// for the groups the tensor-core forms take (a multiple of 64), from compute capability 8.0.
+// AWQ at one to sixteen rows of X (awq_lane_kernel): blocks of kAwqLaneWarps warps, each warp
+// awq_lane_channels(M) channels by a run of `steps_per_warp` steps of 16 rows of K; the warps of a block take
+// consecutive runs of one column of channels, `rows` rows of blocks a column (they meet in the workspace). A
+// warp holds 256 channels at one to four rows, 128 at five to eight and 64 at nine to sixteen (its
+// accumulators grow with the rows it holds X of). The rows: the fewest that finish soonest, counting whole
+// waves of the device's resident blocks and kAwqLaneBlockSteps steps a block for its start and its meeting;
+// the steps spread evenly over their warps, the last row may hold fewer. Taken where the warps' channels
+// divide N, for the groups the tensor-core forms take (a multiple of 64), from compute capability 8.0; from
+// nine rows only where one wave of its blocks holds N's columns (`resident`: the blocks of the sixteen-row
+// form the device runs at once). Beyond that the waves' starts and meetings cost more than the lane form
+// gains: H200, 28672x8192 at 16 rows (448 columns over 264 blocks) 105 us against the ring's 91.5, where
+// 8192x8192 (128 columns) reads 28 against 38.
 constexpr int kAwqLaneWarps = 8;
-constexpr int64_t kAwqLaneChannels = 256;
-constexpr int64_t kAwqLaneMostRows = 4;  // rows of X the lane form takes (awq_lane_kernel<MT>)
+constexpr int64_t kAwqLaneMostRows = 16;   // rows of X the lane form takes (awq_lane_kernel)
+constexpr int64_t kAwqLaneBlockSteps = 2;  // a block's start and meeting, in steps, for the grid's choice
+inline int64_t awq_lane_channels(int64_t m) { return m <= 4 ? 256 : m <= 8 ? 128 : 64; }
 struct AwqLaneGrid {
   int64_t columns, rows, steps_per_warp;
 };
-inline AwqLaneGrid awq_lane_grid(int64_t n, int64_t k, int64_t resident) {
+inline AwqLaneGrid awq_lane_grid(int64_t n, int64_t k, int64_t m, int64_t resident) {
   AwqLaneGrid g{};
-  g.columns = n / kAwqLaneChannels;
-  const int64_t steps = k / 16;
-  const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(resident / std::max<int64_t>(1, g.columns),
-                                                              (steps + kAwqLaneWarps - 1) / kAwqLaneWarps));
-  const int64_t warps = rows * kAwqLaneWarps;
+  g.columns = n / awq_lane_channels(m);
+  const int64_t steps = k / 16, most = (steps + kAwqLaneWarps - 1) / kAwqLaneWarps;
+  const int64_t per_wave = std::max<int64_t>(1, resident);
+  int64_t best = 0;
+  for (int64_t rows = 1, least = 0; rows <= most; ++rows) {
+    const int64_t per = (steps + rows * kAwqLaneWarps - 1) / (rows * kAwqLaneWarps);
+    const int64_t waves = (g.columns * rows + per_wave - 1) / per_wave;
+    const int64_t cost = waves * (per + kAwqLaneBlockSteps);
+    if (best == 0 || cost < least) best = rows, least = cost;
+  }
+  const int64_t warps = best * kAwqLaneWarps;
   g.steps_per_warp = (steps + warps - 1) / warps;
   const int64_t runs = (steps + g.steps_per_warp - 1) / g.steps_per_warp;
   g.rows = (runs + kAwqLaneWarps - 1) / kAwqLaneWarps;
   return g;
 }
-inline bool awq_lane_takes(int64_t m, int64_t n, int group, int cc) {
-  return m >= 1 && m <= kAwqLaneMostRows && n % kAwqLaneChannels == 0 && group % 64 == 0 && cc >= 80;
+inline bool awq_lane_takes(int64_t m, int64_t n, int group, int cc, int64_t resident) {
+  return m >= 1 && m <= kAwqLaneMostRows && n % awq_lane_channels(m) == 0 && group % 64 == 0 && cc >= 80 &&
+         (m <= 8 || n / awq_lane_channels(m) <= resident);
 }
 
 }  // namespace dql::gemv

@@ -1192,15 +1192,17 @@ TEST_CASE("gemv: AWQ with one row of X on a grid of many blocks, on CUDA cores a
   }
 }
 
-TEST_CASE("gemv: AWQ with 1-4 rows of X on the lane form, where warps start and end inside groups") {
+TEST_CASE("gemv: AWQ with 1-16 rows of X on the lane form, where warps start and end inside groups") {
   // The lane form's warps take runs of steps of 16 rows of K spread evenly (gemv::awq_lane_grid), so a
   // run may start and end inside a group: its zero points and scales must be the group's own. On 132
-  // multiprocessors (264 blocks at once) 2048x11008 has 8 columns of 256 channels by 29 rows of blocks,
-  // runs of 3 steps (groups of 128 are 8 steps, of 64 four), the last run one step and two warps idle;
-  // 768x4160 (65 groups of 64) 3 columns by 33 rows of one-step runs; 2560x5120 10 columns by 20 rows of
-  // two-step runs. One row puts X in one column of the product's 8; two rows in two (awq_lane_kernel<2>);
-  // three and four in four, the fourth zeros at three rows (awq_lane_kernel<4>). On any device, every
-  // row's outputs as the float64 product's within the goal.
+  // multiprocessors (264 blocks at once) at one row 2048x11008 has 8 columns of 256 channels by 29 rows of
+  // blocks, runs of 3 steps (groups of 128 are 8 steps, of 64 four), the last run one step and two warps
+  // idle; 768x4160 (65 groups of 64) 3 columns by 33 rows of one-step runs; 2560x5120 10 columns by 20
+  // rows of two-step runs. One row puts X in one column of the product's 8; two rows in two
+  // (awq_lane_kernel<2, 4, 1>); three and four in four, the fourth zeros at three rows (<4, 4, 1>); five
+  // to eight in all eight, warps of 128 channels, the columns past M zeros (<8, 2, 1>); nine to sixteen in
+  // two token tiles of eight, warps of 64 channels (<8, 1, 2>). On any device, every row's outputs as the
+  // float64 product's within the goal.
   // Then an infinity and a NaN in X's last row: every output of that row as the float64 product has it
   // (Inf of its sign, or NaN where the infinity meets a weight q - z = 0; NaN everywhere), and the other
   // rows, which share the products' columns with it, still the float64 product's within the goal.
@@ -1212,7 +1214,7 @@ TEST_CASE("gemv: AWQ with 1-4 rows of X on the lane form, where warps start and 
     for (const int group : {64, 128}) {
       if (k % group != 0) continue;
       const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Asym, quant::Layout::Awq, group});
-      for (const int64_t m : {1, 2, 3, 4}) {
+      for (const int64_t m : {1, 2, 3, 4, 5, 8, 9, 12, 16}) {
         const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, k, 11, {});
         const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
         std::printf("AWQ %lldx%lld g%d M=%lld (lane form): rel err GPU %.2e CPU %.2e\n",
@@ -1248,6 +1250,30 @@ TEST_CASE("gemv: AWQ with 1-4 rows of X on the lane form, where warps start and 
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("gemv: AWQ with 9-16 rows of X past one wave of the lane form's blocks, on the ring") {
+  // From nine rows the lane form takes N only where one wave of its blocks holds N's columns of 64
+  // channels (gemv::awq_lane_takes): 38400 channels are 600 columns, more than any lent device holds at
+  // once (264 on the H200), so these run on the tensor-core ring; 1024 channels (16 columns) on the lane
+  // form. Both with a K that ends inside a warp's run. On any device, every row's outputs as the float64
+  // product's within the goal.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  for (const int64_t n : {38400, 1024}) {
+    const int64_t k = 320;
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(n + 7), n, k);
+    const int group = 64;
+    const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int4Asym, quant::Layout::Awq, group});
+    for (const int64_t m : {9, 16}) {
+      const GemvRequest r = test::make_request(gemv::Path::Fast, recipes::OutType::F16, m, n, k, 17, {});
+      const auto [eg, ec] = errors_against_reference(*gpu, *cpu, q, r);
+      std::printf("AWQ %lldx%lld g%d M=%lld (past one wave: %s): rel err GPU %.2e CPU %.2e\n",
+                  static_cast<long long>(n), static_cast<long long>(k), group, static_cast<long long>(m),
+                  n == 38400 ? "the ring" : "the lane form", eg, ec);
+      CHECK(eg < 1e-3);
     }
   }
 }
