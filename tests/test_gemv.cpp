@@ -909,7 +909,7 @@ TEST_CASE("gemv split: AWQ at 1-16 rows on the lane form, columns of channels by
   CHECK_FALSE(gemv::awq_lane_takes(12, 4096, 128, 75, 264));
   // The H200's grids (two blocks of 8 warps a multiprocessor: 264 at once).
   const auto grid = [](int64_t n, int64_t k, int64_t m, int64_t resident) {
-    const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, m, resident);
+    const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, gemv::awq_lane_channels(m), resident);
     return std::array<int64_t, 3>{g.columns, g.rows, g.steps_per_warp};
   };
   CHECK(grid(28672, 8192, 1, 264) == std::array<int64_t, 3>{112, 2, 32});
@@ -937,7 +937,7 @@ TEST_CASE("gemv split: AWQ at 1-16 rows on the lane form, columns of channels by
     for (int64_t n = ch; n <= 262144; n = n * 3 + ch) {
       for (int64_t k = 64; k <= 65536; k = k * 2 + 64) {
         for (const int64_t resident : {2, 92, 264, 288, 1056}) {
-          const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, m, resident);
+          const gemv::AwqLaneGrid g = gemv::awq_lane_grid(n, k, ch, resident);
           const int64_t steps = k / 16, runs = (steps + g.steps_per_warp - 1) / g.steps_per_warp;
           CAPTURE(m);
           CAPTURE(n);

@@ -3323,7 +3323,7 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
         }
       }
     };
-    if constexpr (D == 2) {
+    if constexpr (D == 2) {  // the loop the one- to four-row forms were measured with
       load(0);
       int j = 0;
       for (; j + 3 <= count; j += 2) {  // two steps a round, the next one's loads asked first
@@ -3393,33 +3393,40 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
 #endif
 }
 
-// The lane form's kernels, by rows of X, and the blocks of each the device holds at once.
-Fit awq_lane_fits[5];
-int64_t awq_lane_resident(Fit& fit, void (*kernel)(AwqLaneArgs), const GemvLaunch& L) {
-  return int64_t{bulk_blocks_per_sm(fit, kernel, 0, kAwqLaneWarps * 32)} * L.sms;
-}
-int64_t awq_lane16_resident(const GemvLaunch& L) {
-  return awq_lane_resident(awq_lane_fits[4], awq_lane_kernel<8, 1, 2>, L);
+// The blocks of a lane form the device holds at once.
+template <int MT, int W, int NT>
+int64_t awq_lane_resident(const GemvLaunch& L) {
+  static Fit fit;
+  return int64_t{bulk_blocks_per_sm(fit, awq_lane_kernel<MT, W, NT>, 0, kAwqLaneWarps * 32)} * L.sms;
 }
 
-std::string launch_awq_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
+// One lane form on its grid: columns of its warps' 64 W channels.
+template <int MT, int W, int NT>
+std::string launch_awq_lane_form(const GemvLaunch& L, const Workspace& ws, bool wait) {
   AwqLaneArgs a{};
   a.q = L.w.q, a.scales = L.w.scales, a.zeros = L.w.qzeros, a.x = L.p.x;
   a.n = L.w.n, a.k = L.w.k, a.group = L.w.group;
   a.out = Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
   a.sums = ws.sums, a.counters = ws.counters;
-  const auto launch = [&](void (*kernel)(AwqLaneArgs), Fit& fit) {
-    const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, L.p.m, awq_lane_resident(fit, kernel, L));
-    a.steps_per_warp = static_cast<int>(grid.steps_per_warp);
-    kernel<<<dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)),
-             kAwqLaneWarps * 32>>>(a);
-    return status("the AWQ lane kernel", wait);
-  };
-  if (L.p.m == 1) return launch(awq_lane_kernel<1, 4, 1>, awq_lane_fits[0]);
-  if (L.p.m == 2) return launch(awq_lane_kernel<2, 4, 1>, awq_lane_fits[1]);
-  if (L.p.m <= 4) return launch(awq_lane_kernel<4, 4, 1>, awq_lane_fits[2]);
-  if (L.p.m <= 8) return launch(awq_lane_kernel<8, 2, 1>, awq_lane_fits[3]);
-  return launch(awq_lane_kernel<8, 1, 2>, awq_lane_fits[4]);
+  const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, 64 * W, awq_lane_resident<MT, W, NT>(L));
+  a.steps_per_warp = static_cast<int>(grid.steps_per_warp);
+  awq_lane_kernel<MT, W, NT>
+      <<<dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)), kAwqLaneWarps * 32>>>(
+          a);
+  return status("the AWQ lane kernel", wait);
+}
+
+// The form for M rows of X: its warps' channels are gemv::awq_lane_channels(M), the rule's, so that the
+// rule's N and the grid's columns are the kernel's.
+std::string launch_awq_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  switch (gemv::awq_lane_channels(L.p.m)) {
+    case 64: return launch_awq_lane_form<8, 1, 2>(L, ws, wait);
+    case 128: return launch_awq_lane_form<8, 2, 1>(L, ws, wait);
+    default:  // 256
+      if (L.p.m == 1) return launch_awq_lane_form<1, 4, 1>(L, ws, wait);
+      if (L.p.m == 2) return launch_awq_lane_form<2, 4, 1>(L, ws, wait);
+      return launch_awq_lane_form<4, 4, 1>(L, ws, wait);
+  }
 }
 
 // Blocks a multiprocessor the AWQ kernels' grids aim at (k_slice_units' `most`): the ring at one token
@@ -3469,7 +3476,7 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
     constexpr int ST = kAwqRingStages;
     // One to sixteen rows of X: the lane form above, where its warps' channels divide N (from nine rows,
     // where one wave of its blocks holds N's columns: gemv::awq_lane_takes).
-    if (gemv::awq_lane_takes(a.m, a.n, a.group, L.cc, a.m > 8 ? awq_lane16_resident(L) : 0))
+    if (gemv::awq_lane_takes(a.m, a.n, a.group, L.cc, a.m > 8 ? awq_lane_resident<8, 1, 2>(L) : 0))
       return launch_awq_lane(L, ws, wait);
     // The ring where it can run: H200, against the words in registers, 1.34-1.36x at M = 1 and
     // 1.21x at M = 16 on the large shapes, 1.11-1.15x at 8192x8192, 1.0-1.07x at 4096x4096
