@@ -2706,6 +2706,12 @@ std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait)
 }
 
 std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  // A warp takes channels c and c + 8 of 16; with N not a multiple of 16 its last warp's second row would
+  // lie past the weight and its outputs past the row.
+  if (L.w.n % 16 != 0) {
+    return "the online int8 GPU kernel takes N (the weight's output channels) in multiples of 16; N = " +
+           std::to_string(L.w.n) + " here: use a multiple of 16, or the CPU twin (--backend cpu)";
+  }
   const ActQuantArgs q{L.p.x, L.p.m, L.w.k, L.w.group, L.p.dtype, ws.aq, ws.ab};
   const int64_t warps = L.p.m * (L.w.k / L.w.group);
   act_quant_kernel<<<static_cast<unsigned>((warps * 32 + 255) / 256), 256>>>(q);
