@@ -11,6 +11,7 @@
 #include <set>
 
 #include "kernels/backend/backend.hpp"
+#include "kernels/cuda/fast.hpp"
 #include "kernels/layouts/ft.hpp"
 #include "kernels/quant/files.hpp"
 #include "kernels/recipes/reference.hpp"
@@ -562,4 +563,20 @@ TEST_CASE(
     CHECK_THROWS_WITH_AS(make_backend("cuda", nullptr), doctest::Contains("--backend cpu"), Error);
   }
   CHECK_THROWS_WITH_AS(make_backend("tpu", nullptr), doctest::Contains("use auto, cuda or cpu"), Error);
+}
+
+TEST_CASE("dequant launch: the plain-layout GPU kernels refuse a row past 2^32 values with a sentence") {
+  // Addresses only: the launcher answers before it launches anything (the kernel counts a row's
+  // values in 32 bits, so such a row would wrap onto its own start).
+  alignas(256) static unsigned char buf[1024];
+  quant::DequantArgs a{};
+  a.scheme = Scheme::Int4Sym, a.layout = Layout::Plain, a.recipe = recipes::RecipeId::CutlassInt4F16;
+  a.n = 1, a.k = (int64_t{1} << 32) + 8, a.group = 128;
+  a.qwords = reinterpret_cast<const uint32_t*>(buf);
+  a.scales = reinterpret_cast<const uint16_t*>(buf + 256);
+  a.out = reinterpret_cast<uint16_t*>(buf + 512);
+  const std::string e = cuda::fast_dequant(a);
+  CHECK(e.find("K = 4294967304") != std::string::npos);
+  CHECK(e.find("2^32") != std::string::npos);
+  CHECK(e.find("--backend cpu") != std::string::npos);
 }

@@ -398,15 +398,22 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// One thread per (8 columns, 16 rows of K), storing its own 32-byte pieces.
+// The per-thread AWQ kernel's units of 16 rows of K a column of words, the last of 8 rows where K is not
+// a multiple of 16.
+__host__ __device__ constexpr int64_t awq_units(int64_t k) { return (k + 15) / 16; }
+
+// One thread per (8 columns, 16 rows of K), storing its own 32-byte pieces. K is a multiple of 8: where
+// it is not of 16 (one scale a channel, K = 24 say), the last unit holds 8 rows, and its thread reads
+// and stores those alone.
 __global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
   const int64_t cols = a.n / 8;
   const int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (t >= cols * (a.k / 16)) return;
+  if (t >= cols * awq_units(a.k)) return;
   const int64_t c = t % cols, k0 = (t / cols) * 16;
+  const bool half = k0 + 16 > a.k;  // rows k0 .. k0 + 7 only
   uint32_t w[16];
 #pragma unroll
-  for (int i = 0; i < 16; ++i) w[i] = __ldcs(a.qwords + (k0 + i) * cols + c);
+  for (int i = 0; i < 16; ++i) w[i] = i < 8 || !half ? __ldcs(a.qwords + (k0 + i) * cols + c) : 0u;
   const int64_t g = k0 / a.group;  // 16 rows lie in one group
   uint32_t zero, s16[8];
   awq_group_params(a, g, c, zero, s16);
@@ -421,7 +428,7 @@ __global__ void __launch_bounds__(kThreads) dequant_awq_kernel(DequantArgs a) {
     for (int p = 0; p < 8; ++p) o[p] = __byte_perm(v[2 * p][col / 2], v[2 * p + 1][col / 2], sel);
     uint4* dst = reinterpret_cast<uint4*>(a.out + (8 * c + col) * a.k + k0);
     __stcs(dst, make_uint4(o[0], o[1], o[2], o[3]));
-    __stcs(dst + 1, make_uint4(o[4], o[5], o[6], o[7]));
+    if (!half) __stcs(dst + 1, make_uint4(o[4], o[5], o[6], o[7]));
   }
 }
 
@@ -852,6 +859,8 @@ void with_ft_form(FtForm form, bool narrow, Go&& go) {
     case FtForm::Crossing: at(std::integral_constant<FtForm, FtForm::Crossing>{}); break;
   }
 }
+constexpr int64_t kPlainLongestRow = int64_t{1} << 32;
+
 std::string ft_too_long(const char* what, int64_t k) {
   return std::string(what) + " cannot run on the GPU: K = " + std::to_string(k) +
          " is beyond the FT-layout kernels (K / 64 x the interleave must stay below 2^31)";
@@ -863,6 +872,12 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
   using R = RecipeId;
   switch (a.layout) {
     case quant::Layout::Plain: {
+      // The kernel counts a row's values in 32 bits.
+      if (a.k > kPlainLongestRow) {
+        return "dequantize cannot run on the GPU: K = " + std::to_string(a.k) +
+               " is beyond the plain-layout kernels (K up to 2^32 values a row); the CPU twin (--backend "
+               "cpu) takes it";
+      }
       const int64_t row_units = a.k / 8;
       const int64_t per_block = kPlainUnits * kThreads;
       const dim3 grid(static_cast<unsigned>((row_units + per_block - 1) / per_block),
@@ -922,7 +937,7 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
             a, kAwqSetWidth, bits::fixed_divisor(static_cast<uint32_t>(kAwqSetWidth * (a.k / kAwqTileK))),
             bits::fixed_divisor(static_cast<uint32_t>(a.group)));
       } else {
-        dequant_awq_kernel<<<blocks_for((a.n / 8) * (a.k / 16)), kThreads>>>(a);
+        dequant_awq_kernel<<<blocks_for((a.n / 8) * awq_units(a.k)), kThreads>>>(a);
       }
       break;
   }

@@ -380,14 +380,16 @@ TEST_CASE(
 
 TEST_CASE("whole matrices: AWQ dequant through the tiled and the per-thread kernels, as the CPU twin does") {
   // N a multiple of 256 and K of 128: the tiled kernel (one block a 128-row tile, odd and even
-  // tile counts along K); N = 64: the per-thread kernel.
+  // tile counts along K); N = 64 and 8: the per-thread kernel. One scale a channel (group K) lets K be
+  // any multiple of 8: K = 8, 24 and 200 leave the per-thread kernel a last unit of 8 rows.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
-  const std::pair<int64_t, int64_t> shapes[] = {{256, 384}, {512, 1152}, {256, 256}, {768, 768},
-                                                {256, 512}, {512, 1536}, {64, 384}};
+  const std::pair<int64_t, int64_t> shapes[] = {{256, 384},  {512, 1152}, {256, 256}, {768, 768}, {256, 512},
+                                                {512, 1536}, {64, 384},   {8, 8},     {8, 24},    {64, 200}};
   for (const auto& [n, k] : shapes) {
     const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(3 * n + k), n, k);
-    for (int group : {64, 128}) {
+    for (int group : {64, 128, static_cast<int>(k)}) {
+      if (k % group != 0) continue;
       const QuantSpec s{quant::Scheme::Int4Asym, quant::Layout::Awq, group};
       const QuantizedMatrix a = cpu->quantize(w, s);
       for (auto r : recipes_for(s)) {
