@@ -336,6 +336,41 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("whole matrices: plain dequant with one scale a channel on short rows, and FT with groups of 32") {
+  // Rows shorter than a warp's units (K = 8, 24, 200: most lanes past the row's end) and a row of
+  // 4104 (a block's last units past it); the FT layout's groups of 32, whose two halves of a 64-row tile
+  // take their own scales.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using quant::Layout;
+  using quant::Scheme;
+  const std::pair<int64_t, int64_t> plain[] = {{8, 8}, {16, 24}, {8, 200}, {3, 4104}};
+  for (const auto& [n, k] : plain) {
+    const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(7 * n + k), n, k);
+    for (Scheme scheme : {Scheme::Int8Sym, Scheme::Int4Sym}) {
+      const QuantSpec s{scheme, Layout::Plain, static_cast<int>(k)};
+      const QuantizedMatrix a = cpu->quantize(w, s);
+      for (auto r : recipes_for(s)) {
+        CHECK_MESSAGE(gpu->dequantize(a, r) == cpu->dequantize(a, r), recipes::spec_of(r).name, " ", n, "x",
+                      k);
+      }
+    }
+  }
+  const std::pair<int64_t, int64_t> ft[] = {{8, 1536}, {32, 576}, {12, 1600}};
+  for (const auto& [n, k] : ft) {
+    const Tensor w = random_matrix(Distribution::Outliers, static_cast<uint64_t>(11 * n + k), n, k);
+    for (Scheme scheme : {Scheme::Int4Sym, Scheme::Int8Sym}) {
+      const QuantSpec s{scheme, Layout::Ft, 32};
+      const QuantizedMatrix a = cpu->quantize(w, s), b = gpu->quantize(w, s);
+      CHECK_MESSAGE((a.qwords == b.qwords && a.scales == b.scales), "quant ", n, "x", k, " group 32");
+      for (auto r : recipes_for(s)) {
+        CHECK_MESSAGE(gpu->dequantize(a, r) == cpu->dequantize(a, r), recipes::spec_of(r).name, " ", n, "x",
+                      k, " group 32");
+      }
+    }
+  }
+}
+
 TEST_CASE("whole matrices: permute both ways through every kernel form, as the CPU twin does") {
   // K / 64 = 5: a thread per tile, for both widths; 16 and 128: both staged, every warp inside
   // one column group; 24: int4 the same, int8 (48 chunks a group) with warps running into the
@@ -950,6 +985,63 @@ TEST_CASE("gemv: AWQ and NF4 where K ends inside a batch of loads") {
                   static_cast<long long>(c.k), static_cast<int>(c.spec.scheme), static_cast<long long>(m), eg,
                   ec);
       CHECK_MESSAGE(eg < 1e-3, "scheme ", static_cast<int>(c.spec.scheme), " M=", m);
+    }
+  }
+}
+
+TEST_CASE("gemv: AWQ, NF4 and int8 at the edges of the shapes the checks let through") {
+  // AWQ in groups of 32 (the CUDA-core form, many groups a slice) and with one scale a channel over K a
+  // multiple of 64 (the tensor-core forms with one group); AWQ with N = 8, 16 and 24 (whole warps past
+  // N); NF4 blocks of 128 and 1024 with several rows, 4 rows (where X is staged), and 10-15 rows with N
+  // not a multiple of 16; int8 in groups of 64 (a step a group) and the mixed-GEMM layout with N not a
+  // multiple of 64 and K not of 256; int4 with N = 1040 (not a multiple of 64) and 4160 (of 64, not
+  // 128) from 2 to 129 rows (past 16: the ring of 4 or 8 token tiles, passes of 64 rows, the last of
+  // one). Every third M clamps. Run under compute-sanitizer too: a write past Y shows there.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using quant::Layout;
+  using quant::Scheme;
+  using recipes::OutType;
+  const struct {
+    QuantSpec spec;
+    int64_t n, k;
+    std::vector<int64_t> ms;
+  } cases[] = {{{Scheme::Int4Asym, Layout::Awq, 32}, 256, 1024, {1, 3, 9, 16}},
+               {{Scheme::Int4Asym, Layout::Awq, 512}, 256, 512, {1, 4, 9, 16}},
+               {{Scheme::Int4Asym, Layout::Awq, 64}, 8, 256, {1, 5, 16}},
+               {{Scheme::Int4Asym, Layout::Awq, 128}, 16, 256, {1, 5, 16}},
+               {{Scheme::Int4Asym, Layout::Awq, 128}, 24, 384, {1, 5, 16}},
+               {{Scheme::Nf4, Layout::Plain, 128}, 256, 1024, {2, 4, 9, 16}},
+               {{Scheme::Nf4, Layout::Plain, 1024}, 128, 2048, {2, 4, 9, 16}},
+               {{Scheme::Nf4, Layout::Plain, 64}, 100, 512, {4, 10, 13, 15}},
+               {{Scheme::Int8Sym, Layout::Ft, 64}, 256, 1024, {1, 3, 8, 16}},
+               {{Scheme::Int8Sym, Layout::Ft, 128}, 48, 384, {1, 3, 9, 16}},
+               {{Scheme::Int8Sym, Layout::Ft, 640}, 80, 640, {1, 3, 9, 16}},
+               {{Scheme::Int4Sym, Layout::Ft, 64}, 48, 640, {1, 3, 9, 16}},
+               {{Scheme::Int4Sym, Layout::Ft, 128}, 1040, 1152, {2, 9, 17, 65, 129}},
+               {{Scheme::Int4Sym, Layout::Ft, 128}, 4160, 1152, {2, 9, 17, 65, 129}},
+               {{Scheme::Int8Sym, Layout::Ft, 128}, 1040, 1152, {2, 9, 16}}};
+  for (const auto& c : cases) {
+    const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(c.n + 5 * c.k), c.n, c.k);
+    const QuantizedMatrix q = cpu->quantize(w, c.spec);
+    const bool ft = c.spec.layout == Layout::Ft;
+    for (OutType t : {OutType::F16, OutType::BF16}) {
+      if (t == OutType::BF16 && !ft) continue;  // bf16 reads the mixed-GEMM layout
+      for (int64_t m : c.ms) {
+        gemv::Epilogue epi;
+        epi.act = m % 2 ? gemv::Act::Silu : gemv::Act::None;
+        if (m % 3 == 0) epi.clamp = true, epi.lo = -2.0f, epi.hi = 2.0f;
+        const GemvRequest r =
+            test::make_request(gemv::Path::Fast, t, m, c.n, c.k, static_cast<uint64_t>(13 * m + c.n), epi);
+        const auto ref = test::reference(*cpu, q, r);
+        const auto eg = gemv::compare(gpu->gemv(q, r), ref, t), ec = gemv::compare(cpu->gemv(q, r), ref, t);
+        std::printf("%4lldx%-5lld scheme %d layout %d g%-5d %s M=%-3lld rel err GPU %.2e CPU %.2e\n",
+                    static_cast<long long>(c.n), static_cast<long long>(c.k), static_cast<int>(c.spec.scheme),
+                    static_cast<int>(c.spec.layout), c.spec.group, t == OutType::F16 ? "fp16" : "bf16",
+                    static_cast<long long>(m), eg.rel_l2, ec.rel_l2);
+        CHECK_MESSAGE(eg.rel_l2 < test::accuracy_goal(t), "scheme ", static_cast<int>(c.spec.scheme), " ",
+                      c.n, "x", c.k, " g", c.spec.group, " M=", m);
+      }
     }
   }
 }
