@@ -180,6 +180,19 @@ TEST_CASE("bench report: A/B comparison verdicts and bad files") {
   front::write_report_file(bad, "{\"not\": 1}");
   CHECK_THROWS_AS(front::load_bench_json(bad), Error);
   CHECK_THROWS_AS(front::load_bench_json((dir / "missing.json").string()), Error);
+  // JSON of the right shape with values of the wrong types: a sentence, not a JSON library error.
+  for (const char* text : {R"({"rows": [1, 2]})", R"({"device": 5, "rows": []})",
+                           R"({"rows": [{"kernel": 5, "shape": "s", "median_us": 1}]})",
+                           R"({"rows": [{"kernel": "k", "shape": "s", "median_us": "fast"}]})",
+                           R"({"rows": [{"kernel": "k", "shape": "s", "median_us": 0}]})",
+                           R"({"rows": [{"kernel": "k", "shape": "s", "median_us": 1, "noise": "low"}]})"}) {
+    CAPTURE(text);
+    front::write_report_file(bad, text);
+    CHECK_THROWS_AS(front::load_bench_json(bad), Error);
+  }
+  front::write_report_file(bad,
+                           R"({"rows": [{"kernel": "k", "shape": "s", "median_us": 1, "noise": null}]})");
+  CHECK(front::load_bench_json(bad)["rows"].size() == 1);  // a noise written as null (NaN) is read as none
   CHECK_THROWS_AS(front::write_report_file((dir / "no/such/dir.csv").string(), "x"), Error);
   std::filesystem::remove_all(dir);
 }

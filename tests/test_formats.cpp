@@ -452,6 +452,38 @@ TEST_CASE("npy and safetensors: round trips and clear refusals") {
     f << all.substr(0, all.size() - 4);
   }
   CHECK_THROWS_WITH_AS(read_npy(dir + "/short.npy"), doctest::Contains("should hold 30 bytes"), Error);
+  // A folder where a file is asked for, and shapes past what any memory holds (their byte counts would
+  // wrap 64 bits, and a wrapped count could match the data there is).
+  std::filesystem::create_directories(dir + "/sub.npy");
+  CHECK_THROWS_WITH_AS(read_npy(dir + "/sub.npy"), doctest::Contains("is a folder"), Error);
+  const auto npy_with_shape = [&](const std::string& name, const std::string& shape) {
+    std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
+    h += '\n';
+    std::ofstream f(dir + "/" + name, std::ios::binary);
+    const char head[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(h.size()), 0};
+    f.write(head, 10);
+    f << h;
+    return dir + "/" + name;
+  };
+  CHECK_THROWS_WITH_AS(read_npy(npy_with_shape("d.npy", "(99999999999999999999, 8)")),
+                       doctest::Contains("past 2^63"), Error);
+  // 2^32 x 2^30 float32: 2^64 bytes, which wraps to 0, the data this file holds.
+  CHECK_THROWS_WITH_AS(read_npy(npy_with_shape("w.npy", "(4294967296, 1073741824)")),
+                       doctest::Contains("more bytes than any memory holds"), Error);
+  CHECK_THROWS_WITH_AS(make_tensor(DType::F32, {int64_t{1} << 32, int64_t{1} << 32}),
+                       doctest::Contains("more bytes than any memory holds"), Error);
+  CHECK_THROWS_WITH_AS(make_tensor(DType::F32, {4, -2}), doctest::Contains("negative dimension"), Error);
+  CHECK(checked_bytes({3, 5}, 2, "t") == 30);
+  CHECK(checked_bytes({0, int64_t{1} << 62}, 8, "t") == 0);
+  // Writing onto a folder names the reason (not the clean-up's "Success").
+  try {
+    write_npy_atomic(dir + "/sub.npy", t);
+    FAIL("write_npy_atomic wrote onto a folder");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("Success") == std::string::npos);
+    CHECK(std::string(e.what()).find("cannot write") != std::string::npos);
+  }
 
   // A small safetensors file: header length, JSON header, data.
   const std::string header =
@@ -474,6 +506,21 @@ TEST_CASE("npy and safetensors: round trips and clear refusals") {
                        doctest::Contains("no tensor named 'v'; it has w"), Error);
   CHECK_THROWS_WITH_AS(read_safetensors(dir + "/a.npy", "w"), doctest::Contains("not a .safetensors file"),
                        Error);
+  // Entries of the wrong JSON types, and a shape whose byte count wraps, are broken entries.
+  const auto safetensors_with = [&](const std::string& name, const std::string& json) {
+    std::ofstream f(dir + "/" + name, std::ios::binary);
+    const uint64_t len = json.size();
+    f.write(reinterpret_cast<const char*>(&len), 8);
+    f << json;
+    return dir + "/" + name;
+  };
+  for (const char* json : {R"({"w":5})", R"({"w":{"dtype":5,"shape":[2,2],"data_offsets":[0,8]}})",
+                           R"({"w":{"dtype":"F32","shape":[4294967296,1073741824],"data_offsets":[0,0]}})",
+                           R"({"w":{"dtype":"F32","shape":"2x2","data_offsets":[0,16]}})"}) {
+    CAPTURE(json);
+    CHECK_THROWS_WITH_AS(read_safetensors(safetensors_with("b.safetensors", json), "w"),
+                         doctest::Contains("has a broken entry"), Error);
+  }
   Tensor v = make_tensor(DType::F32, {4});
   CHECK_THROWS_WITH_AS(to_f32_matrix(v, "v"), doctest::Contains("must be 2-D"), Error);
   Tensor nan = make_tensor(DType::F32, {1, 2});

@@ -142,4 +142,17 @@ TEST_CASE("lop3 expressions: errors name the column and what is accepted") {
   CHECK(d.column == 5);
   CHECK(d.message.find("use a, b, c, 0 or 1") != std::string::npos);
   CHECK(err("a b").column == 3);
+  // Nesting: 256 levels of '(' or '~' parse; deeper is refused with a sentence, not a stack overflow.
+  const auto nested = [](int levels, const char* open, const char* close) {
+    std::string e;
+    for (int i = 0; i < levels; ++i) e += open;
+    e += "a";
+    for (int i = 0; i < levels; ++i) e += close;
+    return e;
+  };
+  CHECK(std::get<uint8_t>(parse_lop3_expr(nested(256, "(", ")"))) == kLop3A);
+  CHECK(std::get<uint8_t>(parse_lop3_expr(nested(256, "~", ""))) == kLop3A);  // an even number of ~
+  CHECK(err(nested(257, "(", ")").c_str()).message.find("256 deep") != std::string::npos);
+  CHECK(err(nested(257, "~", "").c_str()).message.find("256 deep") != std::string::npos);
+  CHECK(err(nested(100000, "(", ")").c_str()).message.find("256 deep") != std::string::npos);
 }

@@ -84,13 +84,34 @@ nlohmann::json load_bench_json(const std::string& path) {
   if (!f)
     throw Error(
         fmt::format("cannot open '{}': give a JSON file written by bench --json or the timing view", path));
+  nlohmann::json j;
   try {
-    nlohmann::json j = nlohmann::json::parse(f);
-    if (!j.contains("rows") || !j["rows"].is_array()) throw std::runtime_error("");
-    return j;
+    j = nlohmann::json::parse(f);
+    if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) throw std::runtime_error("");
   } catch (const std::exception&) {
     throw Error(fmt::format("'{}' is not a file written by bench --json (no \"rows\" array)", path));
   }
+  // What compare_bench reads, each of the type it reads it as.
+  if (j.contains("device") &&
+      (!j["device"].is_object() || (j["device"].contains("name") && !j["device"]["name"].is_string()))) {
+    throw Error(fmt::format("'{}' has a \"device\" that is not an object with a \"name\" string", path));
+  }
+  size_t i = 0;
+  for (const auto& r : j["rows"]) {
+    const auto number = [&](const char* key, bool positive) {
+      return r.contains(key) && r[key].is_number() && (!positive || r[key].get<double>() > 0);
+    };
+    if (!r.is_object() || !r.contains("kernel") || !r["kernel"].is_string() || !r.contains("shape") ||
+        !r["shape"].is_string() || !number("median_us", true) ||
+        (r.contains("noise") && !r["noise"].is_null() && !number("noise", false))) {
+      throw Error(fmt::format(
+          "'{}' row {} is not a bench row: a row holds \"kernel\" and \"shape\" (strings), \"median_us\" (a "
+          "positive number) and \"noise\" (a number, or null)",
+          path, i));
+    }
+    ++i;
+  }
+  return j;
 }
 
 Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b) {
@@ -108,7 +129,10 @@ Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b) {
       r.b_us = rb.value("median_us", 0.0);
       r.ratio = r.b_us > 0 ? r.a_us / r.b_us : 0;
       // The runs differ when the ratio is outside both runs' noise together.
-      r.noise = ra.value("noise", 0.0) + rb.value("noise", 0.0);
+      const auto noise = [](const nlohmann::json& row) {  // absent, or null where it was not a number
+        return row.contains("noise") && row["noise"].is_number() ? row["noise"].get<double>() : 0.0;
+      };
+      r.noise = noise(ra) + noise(rb);
       r.verdict = std::fabs(std::log(r.ratio > 0 ? r.ratio : 1)) <= r.noise ? "SAME"
                   : r.ratio > 1                                             ? "FASTER"
                                                                             : "SLOWER";

@@ -49,6 +49,12 @@ Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::stri
     if (used != x) throw std::invalid_argument("");
     const long long k = std::stoll(s.substr(x + 1), &used);
     if (used != s.size() - x - 1 || n < 1 || k < 1) throw std::invalid_argument("");
+    // Every size taken from the shape (values, bytes of the widest type) then fits 64 bits.
+    constexpr long long kMostValues = 1LL << 59;
+    if (n > kMostValues / k) {
+      return fmt::format("{} '{}' holds more values than any memory does: N x K must stay below 2^59", what,
+                         text);
+    }
     return std::pair<int64_t, int64_t>{n, k};
   } catch (const std::exception&) {
     return fmt::format("{} '{}' is not a shape: write NxK with positive integers, e.g. 4096x4096", what,

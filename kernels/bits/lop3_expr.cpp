@@ -29,9 +29,19 @@ class Parser {
   }
 
  private:
+  // Each '(' and '~' is a level of recursion: past this many the parser stops with a sentence
+  // rather than run the stack out (three inputs make 256 functions; none needs a tenth of this).
+  static constexpr int kDeepest = 256;
   std::string_view text_;
   size_t pos_ = 0;
+  int depth_ = 0;
   std::optional<ExprError> error_;
+
+  bool deeper() {
+    if (++depth_ <= kDeepest) return true;
+    fail("the expression nests '(' and '~' more than 256 deep: write it with fewer levels");
+    return false;
+  }
 
   ExprError fail(std::string msg) {
     error_ = ExprError{pos_ + 1, std::move(msg)};
@@ -77,7 +87,8 @@ class Parser {
   }
   bool parse_unary(uint8_t& v) {
     if (accept('~') || accept('!')) {
-      if (!parse_unary(v)) return false;
+      if (!deeper() || !parse_unary(v)) return false;
+      --depth_;
       v = static_cast<uint8_t>(~v);
       return true;
     }
@@ -92,7 +103,8 @@ class Parser {
     const char c = text_[pos_];
     if (c == '(') {
       ++pos_;
-      if (!parse_or(v)) return false;
+      if (!deeper() || !parse_or(v)) return false;
+      --depth_;
       if (!accept(')')) {
         fail("'(' is not closed: add ')'");
         return false;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -48,6 +49,23 @@ int64_t Tensor::numel() const {
   return n;
 }
 
+int64_t checked_bytes(const std::vector<int64_t>& shape, size_t elem, const std::string& what) {
+  // Bytes a process could hold: past 2^62 the count no longer fits the product's checks.
+  constexpr int64_t kMost = int64_t{1} << 62;
+  int64_t n = static_cast<int64_t>(elem);
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(fmt::format("{} has a negative dimension ({}); dimensions are 0 or more", what, d));
+    if (d != 0 && n > kMost / d) {
+      std::string text;
+      for (size_t i = 0; i < shape.size(); ++i) text += fmt::format("{}{}", i ? "x" : "", shape[i]);
+      throw Error(fmt::format("{} has shape {}: more bytes than any memory holds", what, text));
+    }
+    n *= d;
+  }
+  return n;
+}
+
 std::string Tensor::shape_text() const {
   std::string s;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -60,17 +78,28 @@ std::string Tensor::shape_text() const {
 Tensor make_tensor(DType t, std::vector<int64_t> shape) {
   Tensor x;
   x.dtype = t;
+  x.data.resize(static_cast<size_t>(checked_bytes(shape, dtype_size(t), "a matrix")));
   x.shape = std::move(shape);
-  x.data.resize(static_cast<size_t>(x.numel()) * dtype_size(t));
   return x;
 }
 
 namespace {
 
 std::vector<uint8_t> read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(fmt::format("'{}' is a folder; a file is read here (give the file's path)", path));
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(fmt::format("cannot open '{}': check the path and that it is readable", path));
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure&) {
+    throw Error(fmt::format("cannot read '{}': check that it is a regular, readable file", path));
+  }
+  if (f.bad()) throw Error(fmt::format("cannot read '{}': check that it is a regular, readable file", path));
+  return bytes;
 }
 
 struct NpyType {
@@ -158,11 +187,15 @@ Tensor read_npy(const std::string& path) {
     size_t e = p;
     while (e < shape.size() && std::isdigit(static_cast<unsigned char>(shape[e]))) ++e;
     if (e == p) throw Error(fmt::format("'{}' has a malformed shape {} in its header", path, shape));
-    t.shape.push_back(std::stoll(shape.substr(p, e - p)));
+    int64_t d = 0;
+    if (std::from_chars(shape.data() + p, shape.data() + e, d).ec != std::errc()) {
+      throw Error(fmt::format("'{}' has a dimension past 2^63 in its shape {}", path, shape));
+    }
+    t.shape.push_back(d);
     p = e;
   }
   const size_t data_at = offset + header_len;
-  const size_t need = static_cast<size_t>(t.numel()) * dtype_size(t.dtype);
+  const size_t need = static_cast<size_t>(checked_bytes(t.shape, dtype_size(t.dtype), "'" + path + "'"));
   if (bytes.size() - data_at != need) {
     throw Error(fmt::format("'{}' should hold {} bytes of data for shape {} {} but holds {}", path, need,
                             t.shape_text(), dtype_name(t.dtype), bytes.size() - data_at));
@@ -210,8 +243,9 @@ void write_npy_atomic(const std::string& path, const Tensor& t) {
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    const std::string why = ec.message();  // before the clean-up's own result replaces it
     std::filesystem::remove(tmp, ec);
-    throw Error(fmt::format("cannot write '{}': {}", path, ec.message()));
+    throw Error(fmt::format("cannot write '{}': {}", path, why));
   }
 }
 
@@ -268,8 +302,14 @@ Tensor read_safetensors(const std::string& path, const std::string& name) {
                             some.empty() ? "none" : some, s.json.size() > 6 ? ", ..." : ""));
   }
   const auto& e = s.json[name];
+  if (!e.is_object() || !e.contains("dtype") || !e["dtype"].is_string()) {
+    throw Error(fmt::format(
+        "tensor '{}' in '{}' has a broken entry: an entry is an object with a dtype (a string), a shape and "
+        "data offsets",
+        name, path));
+  }
   Tensor t;
-  const std::string dt = e.value("dtype", "");
+  const std::string dt = e["dtype"].get<std::string>();
   if (dt == "F32")
     t.dtype = DType::F32;
   else if (dt == "F16")
@@ -288,8 +328,8 @@ Tensor read_safetensors(const std::string& path, const std::string& name) {
   try {
     t.shape = e.at("shape").get<std::vector<int64_t>>();
     const auto off = e.at("data_offsets").get<std::vector<uint64_t>>();
-    if (off.size() != 2 || off[1] < off[0] || s.data_at + off[1] > s.bytes.size()) throw Error("");
-    const size_t need = static_cast<size_t>(t.numel()) * dtype_size(t.dtype);
+    if (off.size() != 2 || off[1] < off[0] || off[1] > s.bytes.size() - s.data_at) throw Error("");
+    const size_t need = static_cast<size_t>(checked_bytes(t.shape, dtype_size(t.dtype), "a tensor"));
     if (off[1] - off[0] != need) throw Error("");
     t.data.assign(s.bytes.begin() + static_cast<std::ptrdiff_t>(s.data_at + off[0]),
                   s.bytes.begin() + static_cast<std::ptrdiff_t>(s.data_at + off[1]));

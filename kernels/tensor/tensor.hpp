@@ -36,6 +36,11 @@ struct Tensor {
   std::string shape_text() const;  // "4096x4096"
 };
 
+// The bytes of a tensor of `shape` with elements of `elem` bytes; Error (naming `what`) for a negative
+// dimension or a count past 2^62.
+int64_t checked_bytes(const std::vector<int64_t>& shape, size_t elem, const std::string& what);
+
+// Error where the shape is refused by checked_bytes; std::bad_alloc where memory runs out.
 Tensor make_tensor(DType t, std::vector<int64_t> shape);
 
 Tensor read_npy(const std::string& path);
