@@ -241,6 +241,26 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
   CHECK(refused("verify --recipe nope --backend cpu").find("or all") != std::string::npos);
   CHECK(refused("device --backend tpu").find("use auto, cuda or cpu") != std::string::npos);
   CHECK(!exists(d + "/w.npy"));
+  // Numbers out of their range or of the wrong kind, options that do not go together, a folder for a file.
+  CHECK(refused("quant --scheme int4-sym --group -7 --random normal --shape 8x256 --out-dir " + d)
+            .find("--group -7 is not a group size") != std::string::npos);
+  CHECK(refused("quant --scheme int4-sym --group abc --random normal --shape 8x256 --out-dir " + d)
+            .find("--group takes a whole number") != std::string::npos);
+  CHECK(refused("quant --scheme nf4 --blocksize 0 --random normal --shape 8x256 --out-dir " + d)
+            .find("power of two from 32 to 4096") != std::string::npos);
+  CHECK(refused("quant --scheme int4-sym --seed -1 --random normal --shape 8x256 --out-dir " + d)
+            .find("not a whole number from 0 to 18446744073709551615") != std::string::npos);
+  CHECK(
+      refused("quant --scheme int4-sym --seed 18446744073709551616 --random normal --shape 8x256 --out-dir " +
+              d)
+          .find("not a whole number") != std::string::npos);
+  CHECK(refused("quant --scheme int4-sym --random normal --shape 4294967296x4294967296 --out-dir " + d)
+            .find("below 2^59") != std::string::npos);
+  std::filesystem::create_directories(d);
+  CHECK(refused("quant --scheme int4-sym --in " + d + " --out-dir " + d).find("is a folder") !=
+        std::string::npos);
+  CHECK(refused("tour --delay-ms -1").find("0 or more milliseconds") != std::string::npos);
+  CHECK(!exists(d + "/qweight.npy"));
   // The wrong scheme for the files that are there.
   const std::string q = tmp("q8");
   CHECK(
@@ -251,7 +271,18 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
   CHECK(refused("dequant --scheme int8-sym --dir " + q + " --out " + q +
                 "/w.npy --recipe awq-int4-fp16 --backend cpu")
             .find("does not read this format") != std::string::npos);
+  // int8-sym is per channel by default: --group 0 is what those files hold.
+  CHECK(run("dequant --scheme int8-sym --group 0 --dir " + q + " --out " + q + "/w0.npy --backend cpu")
+            .status == 0);
+  const std::string q4 = tmp("q4");
+  CHECK(run("quant --scheme int4-sym --random normal --shape 8x256 --out-dir " + q4 + " --backend cpu")
+            .status == 0);
+  CHECK(refused("dequant --scheme int4-sym --group 0 --dir " + q4 + " --out " + q4 + "/w.npy --backend cpu")
+            .find("holds groups of 128") != std::string::npos);
+  CHECK(refused("quant --scheme int4-sym --in " + q4 + "/qweight.npy --shape 8x256 --out-dir " + q4)
+            .find("go with --random") != std::string::npos);
   CHECK(!exists(q + "/w.npy"));
+  CHECK(!exists(q4 + "/w.npy"));
 }
 
 TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing two runs") {
@@ -290,6 +321,16 @@ TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing tw
         std::string::npos);
   CHECK(refused("bench --backend cpu --group 48").find("use 32, 64 or 128") != std::string::npos);
   CHECK(refused("bench --backend cpu --shape 4096").find("NxK") != std::string::npos);
+  // Options of a run beside --compare, files the run could not write (said before any timing), and a
+  // shape whose byte counts would wrap.
+  CHECK(refused("bench --compare " + d + "/a.json " + d + "/a.json --shape 7x7").find("leave out --shape") !=
+        std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 64x128 --json /nonexistent/a.json").find("does not exist") !=
+        std::string::npos);
+  CHECK(refused("bench --backend cpu --shape 64x128 --csv " + d).find("is a folder") != std::string::npos);
+  CHECK(refused("bench --backend cpu --kernel 'permute/int8-fwd' --shape 4294967296x4294967296")
+            .find("below 2^59") != std::string::npos);
+  CHECK(refused("bench --backend cpu --timeout abc").find("--timeout takes a number") != std::string::npos);
 }
 
 TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear refusal") {

@@ -338,22 +338,30 @@ TEST_CASE("gemv epilogue: bias, relu and clamp") {
   CHECK(run(gemv_args(q, d + "/x.npy", d + "/yc2.npy", "--clamp -1,1 --act silu")).status == 0);
 }
 
-TEST_CASE("gemv: the format comes from the files; a folder with two formats is named by --scheme") {
+TEST_CASE("gemv: the format comes from the files; a second quant into the folder replaces the first") {
   const std::string d = tmp("mixed");
   write_inputs(d);
   const std::string q = d + "/q";
   REQUIRE(run("quant --scheme nf4 --in " + d + "/w.npy --out-dir " + q + " --backend cpu").status == 0);
   CHECK(run_json(gemv_args(q, d + "/x.npy", d + "/y.npy", "--json"))["format"] ==
         "nf4 blocksize 64, plain layout");
-  // int4-sym plain beside the NF4 files: both fit.
-  REQUIRE(run("quant --scheme int4-sym --in " + d + "/w.npy --out-dir " + q + " --backend cpu").status == 0);
-  CHECK(refused(gemv_args(q, d + "/x.npy", d + "/y2.npy", "")).find("--scheme") != std::string::npos);
-  CHECK(!exists(d + "/y2.npy"));
-  const auto j =
-      run_json(gemv_args(q, d + "/x.npy", d + "/y2.npy", "--scheme int4-sym --path cublas --check --json"));
+  // int4-sym plain into the same folder: its qweight.npy replaces NF4's codes, so NF4's absmax.npy goes
+  // (left, it would describe int4 codes as NF4 ones).
+  const Run r = run("quant --scheme int4-sym --in " + d + "/w.npy --out-dir " + q + " --backend cpu --json");
+  REQUIRE(r.status == 0);
+  CHECK(nlohmann::json::parse(r.out)["removed"] == nlohmann::json::array({"absmax.npy"}));
+  CHECK(!exists(q + "/absmax.npy"));
+  const auto j = run_json(gemv_args(q, d + "/x.npy", d + "/y2.npy", "--path cublas --check --json"));
   CHECK(j["format"] == "int4-sym group 128, plain layout");
   CHECK(j["rel_l2"].get<double>() < 1e-3);
-  CHECK(run_json(gemv_args(q, d + "/x.npy", d + "/y3.npy", "--scheme nf4 --json"))["format"] ==
+  CHECK(refused(gemv_args(q, d + "/x.npy", d + "/y3.npy", "--scheme nf4")).find("absmax.npy") !=
+        std::string::npos);
+  CHECK(!exists(d + "/y3.npy"));
+  // And back: NF4 again removes int4's scales.
+  const Run b = run("quant --scheme nf4 --in " + d + "/w.npy --out-dir " + q + " --backend cpu");
+  REQUIRE(b.status == 0);
+  CHECK(b.out.find("removed scales.npy") != std::string::npos);
+  CHECK(run_json(gemv_args(q, d + "/x.npy", d + "/y4.npy", "--json"))["format"] ==
         "nf4 blocksize 64, plain layout");
 }
 

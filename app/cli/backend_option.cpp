@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cstdint>
+
 #include "commands.hpp"
 
 namespace dql::cli {
@@ -15,6 +18,24 @@ std::unique_ptr<Backend> open_backend(const std::string& choice) {
   } catch (const Error& e) {
     throw UserError(e.what());
   }
+}
+
+}  // namespace dql::cli
+
+namespace dql::cli {
+
+CLI::Validator whole_number_check(uint64_t most) {
+  return CLI::Validator(
+      [most](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto r = std::from_chars(text.data(), end, v);
+        if (text.empty() || r.ec != std::errc() || r.ptr != end || v > most) {
+          return fmt::format("'{}' is not a whole number from 0 to {}", text, most);
+        }
+        return {};
+      },
+      "0 OR MORE");
 }
 
 }  // namespace dql::cli

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -119,6 +120,25 @@ std::vector<recipes::OutType> parse_dtypes(const std::string& text) {
   return out;
 }
 
+// A path that write_report_file can write, or UserError naming the option.
+void check_report_path(const std::string& path, const char* option) {
+  if (path.empty()) {
+    return;
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (fs::is_directory(p, ec)) {
+    throw UserError(
+        fmt::format("{} '{}' is a folder: give a file name to write the results to", option, path));
+  }
+  if (!fs::is_directory(folder, ec) || access(folder.c_str(), W_OK) != 0) {
+    throw UserError(fmt::format("{} '{}': the folder '{}' does not exist or is not writable", option, path,
+                                folder.string()));
+  }
+}
+
 }  // namespace
 
 void add_bench(CLI::App& app) {
@@ -166,11 +186,22 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--csv", o->csv_path, "Write the results as CSV to this file");
   cmd->add_option("--compare", o->compare, "Compare two JSON files from earlier runs: A.json B.json")
       ->expected(2);
-  cmd->callback([o] {
+  cmd->callback([o, cmd] {
     if (!o->compare.empty()) {
+      // Reading two files times nothing: an option of a run would be silently dropped.
+      for (const CLI::Option* opt : cmd->get_options()) {
+        if (opt->count() > 0 && opt->get_name() != "--compare") {
+          throw UserError(fmt::format(
+              "--compare reads two earlier runs and times nothing: leave out {} (it applies to a run)",
+              opt->get_name()));
+        }
+      }
       compare(o->compare[0], o->compare[1]);
       return;
     }
+    // The files' places are checked before the timing, not after it.
+    check_report_path(o->json_path, "--json");
+    check_report_path(o->csv_path, "--csv");
     if (o->group != 32 && o->group != 64 && o->group != 128) {
       throw UserError(fmt::format("--group {} is not supported: use 32, 64 or 128", o->group));
     }

@@ -209,13 +209,16 @@ void add_tour(CLI::App& app) {
   auto* cmd = app.add_subcommand("tour", "A guided walk through the fp16 magic-number conversion");
   cmd->add_option("--recipe", o->recipe, "Recipe to walk through")->capture_default_str();
   cmd->add_option("--input", o->input, "Input register in hex")->capture_default_str();
-  cmd->add_option("--delay-ms", o->delay_ms, "Pause between steps (default 900 on a terminal, 0 otherwise)");
-  cmd->callback([o] {
+  auto* delay_opt = cmd->add_option("--delay-ms", o->delay_ms,
+                                    "Pause between steps (default 900 on a terminal, 0 otherwise)");
+  cmd->callback([o, delay_opt] {
     const recipes::RecipeInfo& info = recipe_named(o->recipe);
     const recipes::RecipeSpec& spec = *info.spec;
     const recipes::Inputs in = read_inputs(spec, o->input, "");
     const Style st = terminal_style();
-    if (o->delay_ms < -1) throw UserError("--delay-ms must be 0 or more milliseconds");
+    if (delay_opt->count() > 0 && o->delay_ms < 0) {
+      throw UserError(fmt::format("--delay-ms {} is not a pause: give 0 or more milliseconds", o->delay_ms));
+    }
     const int delay = o->delay_ms >= 0 ? o->delay_ms : (st.color ? 900 : 0);
     const auto pause = [delay] {
       std::fflush(stdout);

@@ -414,8 +414,10 @@ void add_gemv(CLI::App& app) {
                           {"backend", backend->info().backend},
                           {"out", o->out}};
       if (o->check) {
-        j["rel_l2"] = acc.rel_l2;
+        j["rel_l2"] = acc.rel_l2;  // null where an output is NaN or Inf
         j["max_abs"] = acc.max_abs;
+        j["nonfinite"] = acc.nonfinite;
+        j["nonfinite_apart"] = acc.nonfinite_apart;
       }
       fmt::print("{}\n", j.dump(2));
       return;
@@ -426,11 +428,17 @@ void add_gemv(CLI::App& app) {
     fmt::print("{:>5} {:>7} {:>7}  {:<7} {:<5} {:<34} {:>7.3f} ms\n", r.m, w.n, w.k, gemv::path_name(r.path),
                o->dtype, format_text(w), seconds * 1e3);
     fmt::print("(time: the whole call, copies included; `dequant-lab bench` times the kernels alone)\n");
-    if (o->check) {
+    if (o->check && acc.nonfinite == 0) {
       fmt::print(
           "against the float64 product with the same dequantized weights: relative L2 error {:.3g}, max "
           "abs error {:.3g}\n",
           acc.rel_l2, acc.max_abs);
+    } else if (o->check) {
+      fmt::print(
+          "against the float64 product with the same dequantized weights: {} of the {} outputs are NaN or "
+          "Inf, so no error is measured; the float64 product has the same value at {} of them (a NaN or "
+          "Inf in X or the bias reaches its row's outputs)\n",
+          acc.nonfinite, r.m * w.n, acc.nonfinite - acc.nonfinite_apart);
     }
     fmt::print("wrote {} ([{}, {}] {})\n", o->out, r.m, w.n,
                r.dtype == recipes::OutType::F16 ? "float16" : "float32 holding bf16 values");

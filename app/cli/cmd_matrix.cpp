@@ -36,20 +36,32 @@ Layout parse_layout(const std::string& s, Scheme scheme) {
 
 struct SpecOptions {
   std::string scheme, layout;
-  int group = -1, blocksize = -1;
+  int group = -1, blocksize = -1;  // -1: not given
+  CLI::Option *group_opt = nullptr, *blocksize_opt = nullptr;
+  // --group 0 given: one scale per output channel asked for.
+  bool per_channel() const { return group_opt && group_opt->count() > 0 && group == 0; }
 };
 
 void add_spec_options(CLI::App* cmd, SpecOptions& o) {
   cmd->add_option("--scheme", o.scheme, "int8-sym, int4-sym, int4-asym or nf4")->required();
-  cmd->add_option("--group", o.group,
-                  "Group size along K: 32, 64 or 128; 0 for one scale per output channel");
-  cmd->add_option("--blocksize", o.blocksize, "NF4 block size along K: a power of two from 32 to 4096");
+  o.group_opt = cmd->add_option("--group", o.group,
+                                "Group size along K: 32, 64 or 128; 0 for one scale per output channel");
+  o.blocksize_opt =
+      cmd->add_option("--blocksize", o.blocksize, "NF4 block size along K: a power of two from 32 to 4096");
   cmd->add_option("--layout", o.layout,
                   "plain, awq (int4-asym) or ft (the mixed-GEMM layout, int8-sym / int4-sym)");
 }
 
 // The spec, with the group left at 0 where the files or the matrix decide it.
 QuantSpec spec_from(const SpecOptions& o, int64_t k_or_zero) {
+  if (o.group_opt->count() > 0 && o.group < 0) {
+    throw UserError(fmt::format(
+        "--group {} is not a group size: use 32, 64, 128, or 0 for one scale per output channel", o.group));
+  }
+  if (o.blocksize_opt->count() > 0 && o.blocksize < 1) {
+    throw UserError(fmt::format("--blocksize {} is not an NF4 block size: use a power of two from 32 to 4096",
+                                o.blocksize));
+  }
   QuantSpec s;
   s.scheme = parse_scheme(o.scheme);
   s.layout = parse_layout(o.layout, s.scheme);
@@ -109,8 +121,12 @@ Stats error_stats(const Tensor& w, const std::vector<uint16_t>& out, recipes::Ou
 }
 
 Tensor load_weights(const std::string& in, const std::string& tensor, const std::string& random,
-                    uint64_t seed, const std::string& shape) {
+                    uint64_t seed, const std::string& shape, bool seed_given) {
   try {
+    if (random.empty() && (!shape.empty() || seed_given)) {
+      throw UserError(
+          "--shape and --seed go with --random; weights read with --in take their shape from the file");
+    }
     if (!random.empty()) {
       if (!in.empty()) throw UserError("give either --in or --random, not both");
       Distribution d;
@@ -155,6 +171,7 @@ void add_quant(CLI::App& app) {
     std::string in, tensor, random, shape, out_dir, backend = "auto";
     uint64_t seed = 0;
     bool json = false;
+    CLI::Option* seed_opt = nullptr;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd =
@@ -163,14 +180,16 @@ void add_quant(CLI::App& app) {
   cmd->add_option("--in", o->in, "Weights [N, K]: a .npy file, or a .safetensors file with --tensor");
   cmd->add_option("--tensor", o->tensor, "The tensor's name inside the .safetensors file");
   cmd->add_option("--random", o->random, "Generate the weights instead: normal, uniform or outliers");
-  cmd->add_option("--seed", o->seed, "Seed for --random")->capture_default_str();
+  o->seed_opt = cmd->add_option("--seed", o->seed, "Seed for --random: a whole number from 0 to 2^64 - 1")
+                    ->capture_default_str()
+                    ->check(whole_number_check(UINT64_MAX));
   cmd->add_option("--shape", o->shape, "NxK for --random, e.g. 4096x4096");
   cmd->add_option("--out-dir", o->out_dir, "Folder for qweight.npy, scales.npy (zeros.npy, absmax.npy)")
       ->required();
   add_backend_option(cmd, o->backend);
   cmd->add_flag("--json", o->json, "Print the result as JSON");
   cmd->callback([o] {
-    const Tensor w = load_weights(o->in, o->tensor, o->random, o->seed, o->shape);
+    const Tensor w = load_weights(o->in, o->tensor, o->random, o->seed, o->shape, o->seed_opt->count() > 0);
     const int64_t n = w.shape[0], k = w.shape[1];
     const QuantSpec spec = spec_from(o->spec, k);
     try {
@@ -182,10 +201,11 @@ void add_quant(CLI::App& app) {
     const recipes::RecipeId recipe = recipes_for(spec).front();
     QuantizedMatrix q;
     std::vector<uint16_t> back;
+    std::vector<std::string> removed;
     try {
       q = backend->quantize(w, spec);
       back = backend->dequantize(q, recipe);
-      save_quantized(o->out_dir, q);
+      removed = save_quantized(o->out_dir, q);
     } catch (const Error& e) {
       throw UserError(e.what());
     }
@@ -201,7 +221,8 @@ void add_quant(CLI::App& app) {
                           {"max_abs_error", s.max_abs},
                           {"mse", s.mse},
                           {"snr_db", s.snr_db},
-                          {"out_dir", o->out_dir}};
+                          {"out_dir", o->out_dir},
+                          {"removed", removed}};
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -210,6 +231,10 @@ void add_quant(CLI::App& app) {
     fmt::print("round trip through {}: max abs error {:.6g}, MSE {:.6g}, SNR {:.2f} dB\n",
                recipes::spec_of(recipe).name, s.max_abs, s.mse, s.snr_db);
     fmt::print("wrote {}\n", o->out_dir);
+    if (!removed.empty()) {
+      fmt::print("removed {} of an earlier format there (the new qweight.npy replaced its codes)\n",
+                 fmt::join(removed, ", "));
+    }
   });
 }
 
@@ -229,6 +254,11 @@ void add_dequant(CLI::App& app) {
     QuantSpec spec = spec_from(o->spec, 0);
     try {
       QuantizedMatrix q = load_quantized(o->dir, spec);
+      if (o->spec.per_channel() && q.spec.group != q.k) {
+        throw UserError(
+            fmt::format("--group 0 asks for one scale per output channel, but '{}' holds groups of {}",
+                        o->dir, q.spec.group));
+      }
       const recipes::RecipeId recipe = pick_recipe(q.spec, o->recipe);
       auto backend = open_backend(o->backend);
       const std::vector<uint16_t> out = backend->dequantize(q, recipe);

@@ -14,6 +14,10 @@ struct UserError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A CLI11 check that an option's text is a whole number from 0 to `most`, digits only: without it the
+// conversion would wrap "-1" and hold a number past the type's end at its largest value.
+CLI::Validator whole_number_check(uint64_t most);
+
 template <class T>
 T take(front::Parsed<T> p) {
   if (auto* msg = std::get_if<std::string>(&p)) throw UserError(*msg);

@@ -2,8 +2,12 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
 
 #include "commands.hpp"
+#include "kernels/tensor/tensor.hpp"
 #ifdef DQL_HAVE_GUI
 #include "app/gui/app.hpp"
 #endif
@@ -42,6 +46,31 @@ int open_app(const AppOptions& o) {
 #endif
 }
 
+// CLI11 says "Could not convert: --group = abc"; this says what the option takes.
+std::string conversion_sentence(const CLI::App& app, const std::string& what) {
+  const std::string head = "Could not convert: ";
+  const size_t eq = what.find(" = ");
+  if (what.rfind(head, 0) != 0 || eq == std::string::npos) return what;
+  const std::string name = what.substr(head.size(), eq - head.size()), value = what.substr(eq + 3);
+  // The option of the subcommand given (the one CLI11 was parsing), else of the app itself.
+  std::string type, where = "dequant-lab";
+  for (const CLI::App* sub : app.get_subcommands()) {
+    for (const CLI::Option* opt : sub->get_options()) {
+      if (type.empty() && opt->check_name(name)) type = opt->get_type_name(), where += " " + sub->get_name();
+    }
+  }
+  for (const CLI::Option* opt : app.get_options()) {
+    if (type.empty() && opt->check_name(name)) type = opt->get_type_name();
+  }
+  const std::string takes = type.rfind("INT", 0) == 0 ? "a whole number within the option's range"
+                            : type.rfind("UINT", 0) == 0
+                                ? "a whole number, 0 or more, within the option's range"
+                            : type.rfind("FLOAT", 0) == 0 ? "a number, such as 0.5 or 2"
+                                                          : "a value of another kind";
+  return fmt::format("{} takes {}; '{}' is not one (`{} --help` lists the options)", name, takes, value,
+                     where);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,13 +95,34 @@ int main(int argc, char** argv) {
   dql::cli::add_gemv(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ConversionError& e) {
+    fmt::print(stderr, "dequant-lab: {}\n", conversion_sentence(app, e.what()));
+    return 2;
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, as every refusal: CLI11's sentence and where the options are listed.
+    std::string where = "dequant-lab";
+    for (const CLI::App* sub : app.get_subcommands()) where += " " + sub->get_name();
+    fmt::print(stderr, "dequant-lab: {} (`{} --help` lists the options)\n", e.what(), where);
+    return 2;
   } catch (const dql::cli::UserError& e) {
     std::fflush(stdout);
     fmt::print(stderr, "dequant-lab: {}\n", e.what());
     return 2;
+  } catch (const dql::Error& e) {  // a file's or a shape's own sentence, not turned into a UserError
+    std::fflush(stdout);
+    fmt::print(stderr, "dequant-lab: {}\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    fmt::print(stderr,
+               "dequant-lab: this machine's memory cannot hold what the command asked for: use smaller "
+               "shapes (or fewer rows of X)\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "dequant-lab: the command stopped on an unexpected error: {}\n", e.what());
+    return 1;
   }
   if (app.get_subcommands().empty()) return open_app(gui);
   return 0;

@@ -234,10 +234,15 @@ Accuracy compare(const std::vector<uint16_t>& y, const std::vector<double>& ref,
   Accuracy a;
   double num = 0, den = 0;
   for (size_t i = 0; i < y.size(); ++i) {
-    const double d = static_cast<double>(act_to_f32(y[i], t)) - ref[i];
+    const double v = static_cast<double>(act_to_f32(y[i], t)), d = v - ref[i];
     num += d * d;
     den += ref[i] * ref[i];
-    a.max_abs = std::max(a.max_abs, std::abs(d));
+    // A NaN difference makes the largest one NaN too (std::max would pass it over).
+    a.max_abs = std::isnan(d) || std::isnan(a.max_abs) ? NAN : std::max(a.max_abs, std::abs(d));
+    if (!std::isfinite(v) || !std::isfinite(ref[i])) {
+      ++a.nonfinite;
+      if (std::isfinite(ref[i]) || !(std::isnan(v) ? std::isnan(ref[i]) : v == ref[i])) ++a.nonfinite_apart;
+    }
   }
   a.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   return a;

@@ -47,9 +47,12 @@ std::vector<double> product_f64(const uint16_t* x, int64_t m, const uint16_t* w_
                                 recipes::OutType t);
 
 // ||y - ref|| / ||ref|| over all outputs (ref: the float64 product passed through the same
-// epilogue in float64 terms), and the largest absolute difference.
+// epilogue in float64 terms), and the largest absolute difference: NaN both where any output or
+// reference is NaN or Inf. Those outputs counted, and the ones among them where y is not what the
+// reference is (a NaN for a NaN, the same infinity).
 struct Accuracy {
   double rel_l2 = 0, max_abs = 0;
+  int64_t nonfinite = 0, nonfinite_apart = 0;
 };
 Accuracy compare(const std::vector<uint16_t>& y, const std::vector<double>& ref, recipes::OutType t);
 // The epilogue in float64 (for the reference).

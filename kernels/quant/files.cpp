@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -101,7 +102,7 @@ PackedFile read_ft_packed(const std::string& path, int bits) {
   return p;
 }
 
-void save_quantized(const std::string& dir, const QuantizedMatrix& q) {
+std::vector<std::string> save_quantized(const std::string& dir, const QuantizedMatrix& q) {
   const int bits = quant::scheme_bits(q.spec.scheme);
   const int64_t n = q.n, k = q.k, groups = k / q.spec.group;
   std::vector<std::pair<std::string, Tensor>> files;
@@ -138,6 +139,14 @@ void save_quantized(const std::string& dir, const QuantizedMatrix& q) {
     fs::rename(fs::path(dir) / ("." + name + ".partial"), fs::path(dir) / name, ec);
     if (ec) throw Error(fmt::format("cannot write '{}': {}", (fs::path(dir) / name).string(), ec.message()));
   }
+  // qweight.npy is every format's: an earlier format's other files would now describe these codes.
+  std::vector<std::string> removed;
+  for (const char* other : {"scales.npy", "zeros.npy", "absmax.npy"}) {
+    const bool ours =
+        std::any_of(files.begin(), files.end(), [&](const auto& f) { return f.first == other; });
+    if (!ours && fs::remove(fs::path(dir) / other, ec)) removed.emplace_back(other);
+  }
+  return removed;
 }
 
 QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {

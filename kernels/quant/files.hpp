@@ -3,14 +3,17 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kernels/backend/backend.hpp"
 
 namespace dql {
 
 // Writes every file of `q` into `dir` (created if missing). Each file is written under a
-// temporary name first and all are renamed only once every one is complete.
-void save_quantized(const std::string& dir, const QuantizedMatrix& q);
+// temporary name first and all are renamed only once every one is complete. qweight.npy is every
+// format's, so the files an earlier format left there (scales, zeros or absmax that `q` lacks) are
+// removed: a folder holds one matrix. Returns the names removed.
+std::vector<std::string> save_quantized(const std::string& dir, const QuantizedMatrix& q);
 
 // Reads a matrix saved by save_quantized. `spec` gives scheme and layout; its group is taken
 // from the files (and must equal spec.group when that is nonzero).
