@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "program.hpp"
 
@@ -199,6 +201,37 @@ TEST_CASE("quant, dequant and permute on the CPU twin: files, statistics and rou
   CHECK(run("quant --scheme int4-asym --random uniform --shape 16x256 --out-dir " + w + " --backend cpu")
             .status == 0);
   CHECK(exists(w + "/zeros.npy"));
+  CHECK(q["zeroed_groups"] == 0);
+
+  // A group of weights too small for an fp16 scale (1e-7 / 7 rounds to fp16's zero) is said, not
+  // silently zeroed; an empty plain matrix is refused by permute.
+  const std::string z = tmp("tiny");
+  std::filesystem::create_directories(z);
+  const auto npy = [&](const std::string& name, const char* descr, const std::string& shape, const void* data,
+                       size_t bytes) {
+    std::string h =
+        std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
+    h += '\n';
+    std::ofstream out(z + "/" + name, std::ios::binary);
+    const char head[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(h.size()), 0};
+    out.write(head, 10);
+    out << h;
+    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    return z + "/" + name;
+  };
+  std::vector<float> tiny(256, 0.5f);
+  std::fill(tiny.begin(), tiny.begin() + 128, 1e-7f);
+  const std::string tw = npy("w.npy", "<f4", "(2, 128)", tiny.data(), tiny.size() * 4);
+  CHECK(run_json("quant --scheme int4-sym --in " + tw + " --out-dir " + z +
+                 "/q --backend cpu --json")["zeroed_groups"] == 1);
+  const Run note = run("quant --scheme int4-sym --in " + tw + " --out-dir " + z + "/q --backend cpu");
+  CHECK(note.status == 0);
+  CHECK(note.out.find("note: 1 group of nonzero weights too small for an fp16 scale") != std::string::npos);
+  CHECK(refused("permute --bits 8 --forward --in " + npy("e.npy", "|i1", "(8, 0)", nullptr, 0) + " --out " +
+                z + "/p.npy --backend cpu")
+            .find("is empty") != std::string::npos);
+  CHECK(!exists(z + "/p.npy"));
 }
 
 TEST_CASE("verify and device on the CPU twin") {
@@ -260,6 +293,9 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
   CHECK(refused("quant --scheme int4-sym --in " + d + " --out-dir " + d).find("is a folder") !=
         std::string::npos);
   CHECK(refused("tour --delay-ms -1").find("0 or more milliseconds") != std::string::npos);
+  CHECK(refused("explain --recipe '' --input 0x1").find("--recipe: the value is empty") != std::string::npos);
+  CHECK(refused("quant --scheme int8-sym --random normal --shape 8x256 --layout '' --out-dir " + d)
+            .find("--layout: the value is empty") != std::string::npos);
   CHECK(!exists(d + "/qweight.npy"));
   // The wrong scheme for the files that are there.
   const std::string q = tmp("q8");

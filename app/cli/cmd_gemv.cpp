@@ -257,7 +257,8 @@ gemv::Epilogue parse_epilogue(const std::string& act, const std::string& clamp) 
     if (comma == std::string::npos || !number(clamp.substr(0, comma), e.lo) ||
         !number(clamp.substr(comma + 1), e.hi))
       throw UserError(fmt::format(
-          "--clamp '{}' is not a range: give two finite numbers LO,HI, e.g. --clamp=-1,1", clamp));
+          "--clamp '{}' is not a range: give two numbers LO,HI, each within +-3e38, e.g. --clamp=-1,1",
+          clamp));
     e.clamp = true;
   }
   return e;

@@ -1,6 +1,7 @@
 // quant, dequant and permute: whole matrices through the kernels of the chosen backend.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -120,6 +121,24 @@ Stats error_stats(const Tensor& w, const std::vector<uint16_t>& out, recipes::Ou
   return s;
 }
 
+// Groups of the symmetric schemes whose weights are not all zero but whose scale rounded to fp16's zero
+// (largest |w| below about 3.8e-6 for int8, 2.1e-7 for int4): their codes and values are all 0.
+int64_t zeroed_groups(const Tensor& w, const QuantizedMatrix& q) {
+  if (q.spec.scheme != Scheme::Int8Sym && q.spec.scheme != Scheme::Int4Sym) return 0;
+  const int64_t groups = q.k / q.spec.group;
+  const float* x = w.as<float>();
+  int64_t zeroed = 0;
+  for (int64_t r = 0; r < q.n; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const size_t at = static_cast<size_t>(q.spec.layout == Layout::Plain ? r * groups + g : g * q.n + r);
+      if ((q.scales[at] & 0x7FFFu) != 0) continue;
+      const float* v = x + r * q.k + g * q.spec.group;
+      if (std::any_of(v, v + q.spec.group, [](float f) { return f != 0.0f; })) ++zeroed;
+    }
+  }
+  return zeroed;
+}
+
 Tensor load_weights(const std::string& in, const std::string& tensor, const std::string& random,
                     uint64_t seed, const std::string& shape, bool seed_given) {
   try {
@@ -210,6 +229,7 @@ void add_quant(CLI::App& app) {
       throw UserError(e.what());
     }
     const Stats s = error_stats(w, back, recipes::recipe_out(recipe));
+    const int64_t zeroed = zeroed_groups(w, q);
     if (o->json) {
       nlohmann::json j = {{"scheme", scheme_name(spec.scheme)},
                           {"layout", layout_name(spec.layout)},
@@ -222,7 +242,8 @@ void add_quant(CLI::App& app) {
                           {"mse", s.mse},
                           {"snr_db", s.snr_db},
                           {"out_dir", o->out_dir},
-                          {"removed", removed}};
+                          {"removed", removed},
+                          {"zeroed_groups", zeroed}};
       fmt::print("{}\n", j.dump(2));
       return;
     }
@@ -230,6 +251,12 @@ void add_quant(CLI::App& app) {
                mode_name(spec, k), layout_name(spec.layout), backend->info().summary());
     fmt::print("round trip through {}: max abs error {:.6g}, MSE {:.6g}, SNR {:.2f} dB\n",
                recipes::spec_of(recipe).name, s.max_abs, s.mse, s.snr_db);
+    if (zeroed > 0) {
+      fmt::print(
+          "note: {} group{} of nonzero weights too small for an fp16 scale (largest |w| below about {}) "
+          "dequantize to 0; scale the matrix up before quantizing to keep them\n",
+          zeroed, zeroed == 1 ? "" : "s", spec.scheme == Scheme::Int8Sym ? "3.8e-6" : "2.1e-7");
+    }
     fmt::print("wrote {}\n", o->out_dir);
     if (!removed.empty()) {
       fmt::print("removed {} of an earlier format there (the new qweight.npy replaced its codes)\n",

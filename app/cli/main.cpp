@@ -93,6 +93,18 @@ int main(int argc, char** argv) {
   dql::cli::add_bench(app);
   dql::cli::add_sass(app);
   dql::cli::add_gemv(app);
+  // A text option given as "" would otherwise read as not given at all.
+  const CLI::Validator non_empty(
+      [](std::string& text) {
+        return text.empty() ? std::string("the value is empty: give one, or leave the option out")
+                            : std::string();
+      },
+      "");
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* opt : sub->get_options()) {
+      if (opt->get_type_name().rfind("TEXT", 0) == 0 && opt->get_expected_min() >= 1) opt->check(non_empty);
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ConversionError& e) {

@@ -61,6 +61,8 @@ void check_quant_shape(const QuantSpec& spec, int64_t n, int64_t k) {
 
 void check_permute_shape(int bits, int64_t n, int64_t k) {
   if (bits != 4 && bits != 8) throw Error(fmt::format("--bits {} is not supported: use 4 or 8", bits));
+  if (n < 1 || k < 1)
+    throw Error(fmt::format("the matrix is empty ({}x{}): N and K must be 1 or more", n, k));
   const int interleave = bits == 4 ? 4 : 2;
   if (k % 64 != 0) {
     throw Error(fmt::format(
