@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "npy_file.hpp"
 #include "program.hpp"
 
 namespace {
@@ -209,15 +210,7 @@ TEST_CASE("quant, dequant and permute on the CPU twin: files, statistics and rou
   std::filesystem::create_directories(z);
   const auto npy = [&](const std::string& name, const char* descr, const std::string& shape, const void* data,
                        size_t bytes) {
-    std::string h =
-        std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-    h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
-    h += '\n';
-    std::ofstream out(z + "/" + name, std::ios::binary);
-    const char head[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(h.size()), 0};
-    out.write(head, 10);
-    out << h;
-    out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+    dql::test::write_npy_text(z + "/" + name, descr, shape, data, bytes);
     return z + "/" + name;
   };
   std::vector<float> tiny(256, 0.5f);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "npy_file.hpp"
 #include "program.hpp"
 
 namespace {
@@ -61,20 +62,7 @@ std::string bytes_of(const std::string& path) {
 
 void write_npy(const std::string& path, const char* descr, const std::vector<int64_t>& shape,
                const void* data, size_t bytes) {
-  std::string s = "(";
-  for (int64_t d : shape) s += std::to_string(d) + ",";
-  if (shape.size() > 1) s.pop_back();
-  s += ")";
-  std::string h = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + s + ", }";
-  h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
-  h += '\n';
-  std::ofstream f(path, std::ios::binary);
-  f.write("\x93NUMPY\x01\x00", 8);
-  const char len[2] = {static_cast<char>(h.size() & 0xFF), static_cast<char>(h.size() >> 8)};
-  f.write(len, 2);
-  f.write(h.data(), static_cast<std::streamsize>(h.size()));
-  f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  REQUIRE(f.good());
+  dql::test::write_npy_text(path, descr, dql::test::npy_shape_text(shape), data, bytes);
 }
 
 void write_f32(const std::string& path, const std::vector<int64_t>& shape, const std::vector<float>& v) {

@@ -15,6 +15,7 @@
 #include "kernels/layouts/ft.hpp"
 #include "kernels/quant/files.hpp"
 #include "kernels/recipes/reference.hpp"
+#include "npy_file.hpp"
 #include "support.hpp"
 
 using namespace dql;
@@ -457,13 +458,7 @@ TEST_CASE("npy and safetensors: round trips and clear refusals") {
   std::filesystem::create_directories(dir + "/sub.npy");
   CHECK_THROWS_WITH_AS(read_npy(dir + "/sub.npy"), doctest::Contains("is a folder"), Error);
   const auto npy_with_shape = [&](const std::string& name, const std::string& shape) {
-    std::string h = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
-    h.append((64 - (10 + h.size() + 1) % 64) % 64, ' ');
-    h += '\n';
-    std::ofstream f(dir + "/" + name, std::ios::binary);
-    const char head[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(h.size()), 0};
-    f.write(head, 10);
-    f << h;
+    dql::test::write_npy_text(dir + "/" + name, "<f4", shape, nullptr, 0);
     return dir + "/" + name;
   };
   CHECK_THROWS_WITH_AS(read_npy(npy_with_shape("d.npy", "(99999999999999999999, 8)")),
