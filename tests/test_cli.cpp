@@ -310,6 +310,17 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
             .find("holds groups of 128") != std::string::npos);
   CHECK(refused("quant --scheme int4-sym --in " + q4 + "/qweight.npy --shape 8x256 --out-dir " + q4)
             .find("go with --random") != std::string::npos);
+  // Plain files read as the mixed-GEMM layout disagree in size: the sentence asks after the format.
+  CHECK(refused("dequant --scheme int4-sym --layout ft --dir " + q4 + " --out " + q4 + "/w.npy --backend cpu")
+            .find("written with another --scheme or --layout") != std::string::npos);
+  {
+    std::ofstream f(q4 + "/none.safetensors", std::ios::binary);
+    const uint64_t len = 2;
+    f.write(reinterpret_cast<const char*>(&len), 8);
+    f << "{}";
+  }
+  CHECK(refused("quant --scheme int4-sym --in " + q4 + "/none.safetensors --out-dir " + q4)
+            .find("holds no tensors") != std::string::npos);
   CHECK(!exists(q + "/w.npy"));
   CHECK(!exists(q4 + "/w.npy"));
 }

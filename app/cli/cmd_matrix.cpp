@@ -170,6 +170,7 @@ Tensor load_weights(const std::string& in, const std::string& tensor, const std:
         std::string names;
         const auto all = safetensors_names(in);
         for (size_t i = 0; i < all.size() && i < 5; ++i) names += (i ? ", " : "") + all[i];
+        if (all.empty()) throw UserError(fmt::format("'{}' holds no tensors", in));
         throw UserError(fmt::format("name the tensor to quantize with --tensor; '{}' holds {}{}", in, names,
                                     all.size() > 5 ? ", ..." : ""));
       }

@@ -166,13 +166,17 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
         spec.layout == Layout::Ft ? read_ft_packed(qpath, bits) : read_plain_packed(qpath, bits);
     q.n = p.n, q.k = p.k, q.qwords = p.words;
   }
+  // Files that disagree in size were most often written as another format than the one asked for.
+  const std::string hint =
+      fmt::format(" (were the files in '{}' written with another --scheme or --layout?)", dir);
   int64_t groups;
   if (spec.scheme == Scheme::Nf4) {
     params_path = (fs::path(dir) / "absmax.npy").string();
     params = read_npy(params_path);
     expect(params, DType::F32, 2, params_path, "float32 [N, K / blocksize] (NF4 absmax)");
     if (params.shape[0] != q.n)
-      throw Error(fmt::format("'{}' has {} rows; qweight.npy has N = {}", params_path, params.shape[0], q.n));
+      throw Error(
+          fmt::format("'{}' has {} rows; qweight.npy has N = {}{}", params_path, params.shape[0], q.n, hint));
     groups = params.shape[1];
     q.absmax = values_of<float>(params);
   } else {
@@ -183,12 +187,13 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
     const int64_t nn = by_row ? params.shape[0] : params.shape[1];
     groups = by_row ? params.shape[1] : params.shape[0];
     if (nn != q.n)
-      throw Error(fmt::format("'{}' covers N = {} columns; qweight.npy has N = {}", params_path, nn, q.n));
+      throw Error(
+          fmt::format("'{}' covers N = {} columns; qweight.npy has N = {}{}", params_path, nn, q.n, hint));
     q.scales = values_of<uint16_t>(params);
   }
   if (groups < 1 || q.k % groups != 0) {
-    throw Error(
-        fmt::format("'{}' has {} groups per row, which does not divide K = {}", params_path, groups, q.k));
+    throw Error(fmt::format("'{}' has {} groups per row, which does not divide K = {}{}", params_path, groups,
+                            q.k, hint));
   }
   const int group = static_cast<int>(q.k / groups);
   if (spec.group != 0 && spec.group != group) {
@@ -197,7 +202,12 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
                     group, spec.group, group));
   }
   q.spec.group = group;
-  check_quant_shape(q.spec, q.n, q.k);
+  try {
+    check_quant_shape(q.spec, q.n, q.k);
+  } catch (const Error& e) {
+    throw Error(fmt::format("the files in '{}' describe a {}x{} matrix in groups of {}: {}{}", dir, q.n, q.k,
+                            group, e.what(), hint));
+  }
   if (spec.layout == Layout::Awq) {
     const std::string zpath = (fs::path(dir) / "zeros.npy").string();
     const Tensor z = read_npy(zpath);
