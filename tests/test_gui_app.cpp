@@ -194,6 +194,19 @@ TEST_CASE("command line: bad options and state tokens are refused with a sentenc
   CHECK(r.output.find("past the end") != std::string::npos);
   r = app("--screenshot " + tmp("x.png") + " --size 12x");
   CHECK(r.status == 2);
+  r = app("--screenshot " + tmp("x.png") + " --size 4294969216x4294968376");  // %d would wrap to 1920x1080
+  CHECK(r.status == 2);
+  CHECK(r.output.find("between 320x240 and 8192x8192") != std::string::npos);
+  // Script keys the view has no field for in its state end the run with a sentence (they used to hang it).
+  r = app("--screenshot " + tmp("x.png") + " --script \"stepper.absmax=0x1\"");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("absmax applies to nf4-fp16 only") != std::string::npos);
+  r = app("--screenshot " + tmp("x.png") +
+          " --state dql:nf4-fp16:0x76543210:step=0 --script "
+          "\"stepper.absmax=0x7fc00000\"");
+  CHECK(r.status == 0);
+  CHECK(r.output.find("is NaN: it must be a finite fp32 value >= 0 (kept 0x3f800000)") != std::string::npos);
+  CHECK(r.output.find("state dql:nf4-fp16:0x76543210:step=0") != std::string::npos);  // absmax kept at 1
 }
 
 TEST_CASE("without a display: one line pointing to xvfb-run and the terminal commands, status 1") {

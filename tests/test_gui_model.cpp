@@ -111,6 +111,9 @@ TEST_CASE("malformed state tokens are refused with a sentence and change nothing
       "dql:awq-int4-fp16:0x76543210:step=1:view=nowhere",
       "dql:awq-int4-fp16:0x76543210:step=1:zoom=2",
       "dql:awq-int4-fp16:0x76543210:step=1:absmax=0x3f000000",  // absmax on a recipe without it
+      "dql:nf4-fp16:0x76543210:step=1:absmax=0x7fc00000",       // NaN
+      "dql:nf4-fp16:0x76543210:step=1:absmax=0x7f800000",       // infinite
+      "dql:nf4-fp16:0x76543210:step=1:absmax=0xbf800000",       // negative
   };
   for (const char* t : bad) {
     CAPTURE(t);
@@ -119,6 +122,10 @@ TEST_CASE("malformed state tokens are refused with a sentence and change nothing
     CHECK(!why.empty());
     CHECK(m.token() == before);
   }
+  CHECK_FALSE(m.restore("dql:nf4-fp16:0x76543210:step=1:absmax=0x7fc00000", &why));
+  CHECK(why.find("finite fp32 value >= 0") != std::string::npos);
+  CHECK(m.restore("dql:nf4-fp16:0x76543210:step=1:absmax=0x3f000000", &why));  // 0.5 is taken
+  CHECK(m.restore(before, &why));
   CHECK_FALSE(m.restore("dql:awq-int4-fp16:0x76543210:step=9999", &why));
   CHECK(why.find("past the end") != std::string::npos);
   CHECK_FALSE(m.restore("dql:nope:0x1:step=1", &why));

@@ -126,6 +126,19 @@ TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it 
   INFO(bad.output);
   CHECK(bad.status == 0);
   CHECK(bad.output.find("rows of X '1,300': 300 is out of range") != std::string::npos);
+
+  // A shape a kernel does not take is refused as bench refuses it, before anything is timed; saving
+  // with nothing run says so (it used to wait for results for ever).
+  const Outcome shape =
+      screenshot("timing", "timing.kernels=dequant/awq-int4-fp16;timing.shapes=64x100;timing.run=1");
+  INFO(shape.output);
+  CHECK(shape.status == 0);
+  CHECK(shape.output.find(
+            "dequant/awq-int4-fp16 at 64x100 g128: K = 100 does not divide by the group size 128") !=
+        std::string::npos);
+  const Outcome nothing = screenshot("timing", "timing.save-json=" + tmp("none.json"));
+  CHECK(nothing.status == 0);
+  CHECK(nothing.output.find("no results to save") != std::string::npos);
 }
 
 TEST_CASE("timing view: kernels picked by a pattern, as bench --kernel takes them") {

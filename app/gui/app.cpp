@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -358,9 +359,16 @@ double process_cpu_ms() {
 }
 
 bool parse_size(const std::string& text, int* w, int* h) {
+  // Digits only on both sides (sscanf's %d would wrap 4294969216 to 1920).
+  const size_t x = text.find_first_of("xX");
+  if (x == std::string::npos) return false;
   int a = 0, b = 0;
-  char x = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%d%c%d%c", &a, &x, &b, &extra) != 3 || (x != 'x' && x != 'X')) return false;
+  const char* end = text.data() + text.size();
+  const auto left = std::from_chars(text.data(), text.data() + x, a);
+  const auto right = std::from_chars(text.data() + x + 1, end, b);
+  if (x == 0 || left.ec != std::errc() || left.ptr != text.data() + x || right.ec != std::errc() ||
+      right.ptr != end)
+    return false;
   if (a < 320 || b < 240 || a > 8192 || b > 8192) return false;
   *w = a;
   *h = b;

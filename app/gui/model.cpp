@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iterator>
 
 #include "app/common/parse.hpp"
+#include "kernels/bits/float.hpp"
 
 namespace dql::gui {
 
@@ -198,6 +200,7 @@ bool Model::restore(std::string_view text, std::string* why) {
       }
       const auto a = front::parse_hex(value, "the state token's absmax (fp32 bits)");
       if (!front::ok(a)) return fail(std::get<std::string>(a));
+      if (!absmax_ok(std::get<uint32_t>(a))) return fail(absmax_refusal(std::get<uint32_t>(a), in.absmax));
       in.absmax = std::get<uint32_t>(a);
     } else {
       return fail(fmt::format(
@@ -242,6 +245,19 @@ void Model::open_step_in_view(int step_index) {
     prmt_mode = bits::PrmtMode::Generic;
     view = ViewId::Prmt;
   }
+}
+
+bool absmax_ok(uint32_t bits) {
+  const double v = bits::to_double(bits, bits::kF32);
+  return std::isfinite(v) && !(v < 0.0);
+}
+
+std::string absmax_refusal(uint32_t bits, uint32_t kept) {
+  return fmt::format("absmax 0x{:08x} is {}: it must be a finite fp32 value >= 0 (kept 0x{:08x})", bits,
+                     std::isnan(bits::to_double(bits, bits::kF32))   ? "NaN"
+                     : std::isinf(bits::to_double(bits, bits::kF32)) ? "infinite"
+                                                                     : "negative",
+                     kept);
 }
 
 }  // namespace dql::gui

@@ -49,6 +49,11 @@ bool parse_script(std::string_view script, std::vector<ScriptItem>* items, std::
 // forever), else empty.
 std::string script_view_problem(std::string_view key, ViewId shown);
 
+// NF4's absmax as fp32 bits: a finite value >= 0 (as `explain --absmax` takes it); the sentence for
+// one that is not, saying which value is kept.
+bool absmax_ok(uint32_t bits);
+std::string absmax_refusal(uint32_t bits, uint32_t kept);
+
 struct Model {
   // Backends: `active` runs matrix work and timings (the GPU when there is one); `cpu` is the
   // bit-exact twin, always present.

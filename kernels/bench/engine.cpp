@@ -360,6 +360,34 @@ std::vector<BenchCase> gemv_bench_cases(const std::vector<std::pair<int64_t, int
   return cases;
 }
 
+void check_bench_case(const BenchCase& c) {
+  try {
+    switch (c.kind) {
+      case BenchKind::Dequant:
+        check_quant_shape(QuantSpec{scheme_of_recipe(c.recipe), layout_of_recipe(c.recipe), c.group}, c.n,
+                          c.k);
+        break;
+      case BenchKind::Quant:
+        check_quant_shape(QuantSpec{c.scheme, quant::Layout::Plain, c.group}, c.n, c.k);
+        break;
+      case BenchKind::Permute: check_permute_shape(quant::scheme_bits(c.scheme), c.n, c.k); break;
+      case BenchKind::Gemv: {
+        const QuantSpec spec{c.scheme, c.layout, c.group};
+        check_quant_shape(spec, c.n, c.k);
+        QuantizedMatrix w{spec, c.n, c.k, {}, {}, {}, {}};
+        GemvRequest r;
+        r.path = c.path, r.dtype = c.dtype, r.m = c.m;
+        r.x.resize(static_cast<size_t>(c.m * c.k));
+        check_gemv(w, r);
+        break;
+      }
+      case BenchKind::Copy: break;
+    }
+  } catch (const Error& e) {
+    throw Error(fmt::format("{} at {}: {}", c.kernel_name(), c.shape_name(), e.what()));
+  }
+}
+
 std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int64_t>>& shapes, int group,
                                        const std::vector<int64_t>& ms,
                                        const std::vector<recipes::OutType>& dtypes) {

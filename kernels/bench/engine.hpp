@@ -48,6 +48,10 @@ std::vector<BenchCase> bench_cases_for(const std::vector<std::pair<int64_t, int6
                                        const std::vector<int64_t>& ms = {},
                                        const std::vector<recipes::OutType>& dtypes = {recipes::OutType::F16});
 
+// The checks the case's kernel makes before it runs (shape, group, format, rows of X), as one Error
+// naming the case: "dequant/ft-int4-fp16 at 64x100 g128: K = 100 does not divide ...".
+void check_bench_case(const BenchCase& c);
+
 // The naive recipe a fast one is compared with (same element width), if any.
 std::optional<recipes::RecipeId> baseline_of(recipes::RecipeId id);
 

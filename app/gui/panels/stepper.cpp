@@ -143,9 +143,19 @@ void draw_inputs(Model& m, const Ui& ui, const recipes::RecipeSpec& spec) {
     g.input_error = err;
     m.set_error(err);
   }
+  if (!spec.has_absmax && scripted("stepper.absmax")) {  // no field to type it into: say so
+    g.input_error = fmt::format("absmax applies to nf4-fp16 only, not to {}", spec.name);
+    m.set_error(g.input_error);
+  }
   if (spec.has_absmax) {
     ImGui::SameLine(0, 2.0f * ui.em);
-    const Edit a = hex_input("absmax (fp32 bits)", &m.input.absmax, 8, &err, ui, "stepper.absmax");
+    const uint32_t kept = m.input.absmax;
+    Edit a = hex_input("absmax (fp32 bits)", &m.input.absmax, 8, &err, ui, "stepper.absmax");
+    if (a == Edit::Changed && !absmax_ok(m.input.absmax)) {
+      err = absmax_refusal(m.input.absmax, kept);
+      m.input.absmax = kept;
+      a = Edit::Rejected;
+    }
     if (a == Edit::Changed) m.retrace();
     if (a == Edit::Rejected) {
       g.input_error = err;

@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
@@ -290,6 +291,16 @@ void start(State& s, Model& m) {
     m.set_error(s.error);
     return;
   }
+  // What each kernel takes (shape, group, rows of X), as the bench command checks it.
+  for (const BenchCase& c : cases) {
+    try {
+      check_bench_case(c);
+    } catch (const Error& e) {
+      s.error = e.what();
+      m.set_error(s.error);
+      return;
+    }
+  }
   // The rows a block and the ring beside the walk, each refused with a sentence where it cannot apply.
   if (s.gemm_rows != 0) {
     bool any = false;
@@ -416,6 +427,9 @@ void draw_timing(Model& m, const Ui& ui) {
         s.device = front::bench_device_json(s.backend->info(), s.copy_gbps, clocks);
         s.comparison.reset();
       }
+    } catch (const std::bad_alloc&) {
+      s.error = "this machine's memory cannot hold the matrices of these shapes: time smaller shapes";
+      m.set_error(s.error);
     } catch (const std::exception& e) {
       s.error = e.what();
       m.set_error(s.error);
@@ -540,6 +554,9 @@ void draw_timing(Model& m, const Ui& ui) {
     }
   } else if (!s.job.valid() && !s.error.empty()) {
     scripted("timing.save-json");
+  } else if (!s.job.valid() && scripted("timing.save-json")) {  // nothing run: nothing to wait for
+    s.error = "there are no results to save: Run first, then save";
+    m.set_error(s.error);
   }
   if (rows.empty()) {
     dim_text("no results yet: choose kernels and shapes, then Run");
@@ -632,6 +649,7 @@ void draw_timing(Model& m, const Ui& ui) {
       try {
         s.comparison = std::make_unique<front::Comparison>(front::compare_bench(
             front::load_bench_json(s.compare_path), front::bench_report_json(s.device, rows)));
+        s.error.clear();  // an earlier file's refusal no longer applies
       } catch (const std::exception& e) {
         s.comparison.reset();
         s.error = e.what();
