@@ -891,6 +891,45 @@ TEST_CASE("gemv split: the lane form's rows of blocks meet in slots where the wh
   CHECK(gemv::workspace_sum_floats(4096, 8192, 1) == gemv::sum_floats(4096, 1));
 }
 
+TEST_CASE("gemv split: the online path's slices of K, by the shape alone") {
+  // As many slices as give 4096 warps of 16 channels, at most 16, none of fewer than 4 blocks.
+  CHECK(gemv::online_slices(8192, 28672, 128) == 8);   // 512 warps, 224 blocks
+  CHECK(gemv::online_slices(28672, 8192, 128) == 3);   // 1792 warps: 2 slices would be 3584
+  CHECK(gemv::online_slices(8192, 8192, 128) == 8);    // 64 blocks
+  CHECK(gemv::online_slices(4096, 4096, 128) == 8);    // 256 warps want 16; 32 blocks allow 8
+  CHECK(gemv::online_slices(4096, 4096, 64) == 16);    // 64 blocks
+  CHECK(gemv::online_slices(2048, 11008, 128) == 16);  // 128 warps want 32: at most 16
+  CHECK(gemv::online_slices(65536, 4096, 128) == 1);   // 4096 warps already
+  CHECK(gemv::online_slices(1024, 256, 128) == 1);     // two blocks
+  CHECK(gemv::online_slices(64, 1408, 64) == 5);       // 22 blocks: 4, 4, 4, 5, 5
+  CHECK(gemv::online_slice_first(3, 5, 22) == 13);
+  for (int64_t n = 16; n <= 131072; n *= 2) {
+    for (const int64_t k : {64, 128, 256, 448, 1024, 1408, 4096, 11008, 28672}) {
+      for (const int64_t group : {64, 128}) {
+        if (k % group != 0) continue;
+        const int64_t s = gemv::online_slices(n, k, group), blocks = k / group, warps = n / 16;
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(group);
+        REQUIRE(s >= 1);
+        CHECK(s <= gemv::kOnlineMostSlices);
+        CHECK(gemv::online_slice_first(0, s, blocks) == 0);
+        CHECK(gemv::online_slice_first(s, s, blocks) == blocks);
+        for (int64_t i = 0; i < s; ++i) {
+          const int64_t len =
+              gemv::online_slice_first(i + 1, s, blocks) - gemv::online_slice_first(i, s, blocks);
+          CHECK(len >= (s > 1 ? gemv::kOnlineLeastBlocks : 1));
+        }
+        // No more slices than the warps ask for, and fewer only where a slice would be too short or
+        // the cap is reached.
+        CHECK((s == 1 || (s - 1) * warps < gemv::kOnlineWarps));
+        CHECK((s * warps >= gemv::kOnlineWarps || s == gemv::kOnlineMostSlices ||
+               (s + 1) * gemv::kOnlineLeastBlocks > blocks));
+      }
+    }
+  }
+}
+
 TEST_CASE("gemv split: AWQ at 1-16 rows on the lane form, columns of channels by rows of runs of steps") {
   // A warp's channels: 256 at one to four rows, 128 at five to eight, 64 at nine to sixteen. Taken where
   // they divide N, for groups of a multiple of 64, from compute capability 8.0; from nine rows only where

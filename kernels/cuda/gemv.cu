@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -107,13 +108,14 @@ size_t align256(size_t b) { return (b + 255) & ~size_t{255}; }
 // Workspace: fp32 partial sums (M x N, in the order the kernel chooses: RowMajorSums or
 // ChannelMajorSums below; at least room for the slots of split tiles, gemv::sum_floats), one arrival counter
 // per output tile, and for the online path the int8 activations [M, K] with their block parameters [M, K /
-// G].
+// G] and, last, its slices' sums.
 struct Workspace {
   float* sums;
   unsigned* counters;
   int8_t* aq;
   gemv::ActBlock* ab;
   uint16_t* xs;  // X as the copy-engine stages hold it (stage_x_kernel)
+  float* parts;  // the online path's slice sums (online_part_floats)
 };
 
 constexpr int64_t kMinCounters = 1 << 16;
@@ -137,6 +139,21 @@ int64_t staged_x_rows(int64_t m) {
   return std::min<int64_t>(m >= gemv::kWalkLeastRows ? std::max<int64_t>(m, walk_rows) : m, 64);
 }
 
+// The online path's slice sums, [slices, M, N] floats, where its weights (plain int8, groups of 64 or
+// 128) are cut into more than one slice of K (gemv::online_slices); not kept zero.
+// DQL_EXP_ONLINE_WARPS (experiment ONS, timing only): the warps the slices aim at, in place of
+// gemv::kOnlineWarps (the twin keeps the rule's own).
+int64_t online_aim() {
+  const char* e = std::getenv("DQL_EXP_ONLINE_WARPS");
+  return e ? std::atoll(e) : gemv::kOnlineWarps;
+}
+int64_t online_part_floats(const gemv::Weights& w, int64_t m) {
+  const bool online = w.layout == quant::Layout::Plain && w.scheme == quant::Scheme::Int8Sym &&
+                      (w.group == 64 || w.group == 128);
+  const int64_t slices = online ? gemv::online_slices(w.n, w.k, w.group, online_aim()) : 1;
+  return slices > 1 ? slices * m * w.n : 0;
+}
+
 Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   char* p = static_cast<char*>(base);
   Workspace ws;
@@ -149,6 +166,8 @@ Workspace carve(void* base, const gemv::Weights& w, int64_t m) {
   ws.ab = reinterpret_cast<gemv::ActBlock*>(p);
   p += align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock));
   ws.xs = reinterpret_cast<uint16_t*>(p);
+  p += align256(static_cast<size_t>(staged_x_rows(m) * staged_x_halves(w.k)) * 2);
+  ws.parts = reinterpret_cast<float*>(p);
   return ws;
 }
 
@@ -2573,8 +2592,12 @@ std::string launch_ft_any(const GemvLaunch& L, const Workspace& ws, bool wait) {
 // block), then an int8 x int8 -> int32 tensor-core product per block (mma.m16n8k32), each block's
 // integer sum turned to fp32 with the block's parameters:
 //   sum_k a_k w_k ~= sA sB (sum_k qa_k qw_k) + oA sB (sum_k qw_k)
-// The weight sums come from dp4a on the same words. No split along K, so the fp32 sums are added
-// in the CPU twin's order: the two agree bit for bit.
+// The weight sums come from dp4a on the same words. K is cut into slices of whole blocks by a rule of
+// the shape alone (gemv::online_slices): each slice's warps sum their blocks in K order, and where
+// there are several slices their sums wait in the workspace ([slices, M, N] floats) for a second
+// kernel that adds them in slice order and writes the outputs. The CPU twin adds the same sums in the
+// same order: the two agree bit for bit on every device. Before the slices a warp walked all of K:
+// 512 warps at 8192x28672 (four a multiprocessor) read 32% of the copy's rate.
 
 struct ActQuantArgs {
   const uint16_t* x;
@@ -2615,11 +2638,13 @@ struct OnlineArgs {
   const gemv::ActBlock* ab;
   int64_t n, k, m;
   Out out;
+  int slices;    // gemv::online_slices: blockIdx.y is the slice
+  float* parts;  // [slices, M, N] where slices > 1
 };
 
 // WPT words (4 int8 each) per lane and channel per step: G = 16 WPT.
 template <int WPT, OutType T, int NT>
-__global__ void __launch_bounds__(kWarps * 32) online_kernel(OnlineArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(OnlineArgs a) {
   constexpr int G = 16 * WPT;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
   const int64_t ch0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * 16 + g, ch1 = ch0 + 8;
@@ -2627,10 +2652,11 @@ __global__ void __launch_bounds__(kWarps * 32) online_kernel(OnlineArgs a) {
   const int64_t tok_b = static_cast<int64_t>(blockIdx.y) * 8 * NT + g;
   const int64_t tok_c = static_cast<int64_t>(blockIdx.y) * 8 * NT + 2 * r;
   const int64_t blocks = a.k / G;
+  const int64_t b_end = gemv::online_slice_first(blockIdx.y + 1, a.slices, blocks);
   const uint32_t* row0 = a.q + ch0 * a.k / 4;
   const uint32_t* row1 = a.q + ch1 * a.k / 4;
   float acc[NT][4] = {};
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = gemv::online_slice_first(blockIdx.y, a.slices, blocks); b < b_end; ++b) {
     const int64_t w = b * G / 4 + r * WPT;
     uint32_t wa[WPT], wb[WPT], xa[NT][WPT];
 #pragma unroll
@@ -2687,22 +2713,45 @@ __global__ void __launch_bounds__(kWarps * 32) online_kernel(OnlineArgs a) {
       }
     }
   }
-  lane_outputs<NT>(tok_c, ch0, ch1, acc,
-                   [&](int64_t tok, int64_t ch, float v) { write_out<T>(a.out, tok, ch, v); });
+  if (a.slices == 1) {
+    lane_outputs<NT>(tok_c, ch0, ch1, acc,
+                     [&](int64_t tok, int64_t ch, float v) { write_out<T>(a.out, tok, ch, v); });
+  } else {
+    float* const part = a.parts + int64_t{blockIdx.y} * a.m * a.n;
+    lane_outputs<NT>(tok_c, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float v) {
+      if (tok < a.m) part[tok * a.n + ch] = v;
+    });
+  }
+}
+
+// The slices' sums of one output added in slice order, then its bias, activation and rounding.
+template <OutType T>
+__global__ void online_settle_kernel(const float* parts, int slices, Out o) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, count = o.m * o.n;
+  if (i >= count) return;
+  float v = parts[i];
+  for (int s = 1; s < slices; ++s) v = __fadd_rn(v, parts[s * count + i]);
+  write_out<T>(o, i / o.n, i % o.n, v);
 }
 
 template <int WPT, OutType T>
 std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  OnlineArgs a{L.w.q, L.w.scales, ws.aq, ws.ab,
-               L.w.n, L.w.k,      L.p.m, Out{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n}};
+  const Out o{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
+  const int slices = static_cast<int>(gemv::online_slices(L.w.n, L.w.k, L.w.group, online_aim()));
+  OnlineArgs a{L.w.q, L.w.scales, ws.aq, ws.ab, L.w.n, L.w.k, L.p.m, o, slices, ws.parts};
   const dim3 block(kWarps * 32);
   const unsigned gx = static_cast<unsigned>((L.w.n + 16 * kWarps - 1) / (16 * kWarps));
+  const dim3 grid(gx, static_cast<unsigned>(slices));
   if (L.p.m <= 8) {
-    online_kernel<WPT, T, 1><<<dim3(gx, 1), block>>>(a);
+    online_kernel<WPT, T, 1><<<grid, block>>>(a);
   } else {
-    online_kernel<WPT, T, 2><<<dim3(gx, 1), block>>>(a);
+    online_kernel<WPT, T, 2><<<grid, block>>>(a);
   }
-  return status("the online int8 GEMV kernel", wait);
+  if (slices == 1) return status("the online int8 GEMV kernel", wait);
+  std::string e = status("the online int8 GEMV kernel", false);
+  if (!e.empty()) return e;
+  online_settle_kernel<T><<<static_cast<unsigned>((o.m * o.n + 255) / 256), 256>>>(ws.parts, slices, o);
+  return status("the online int8 GEMV's slice sums", wait);
 }
 
 std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
@@ -3727,7 +3776,8 @@ size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m) {
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {
   return gemv_workspace_zeroed_bytes(w, m) + align256(static_cast<size_t>(m * w.k)) +
          align256(static_cast<size_t>(m * (w.k / 64)) * sizeof(gemv::ActBlock)) +
-         align256(static_cast<size_t>(staged_x_rows(m) * staged_x_halves(w.k)) * 2);
+         align256(static_cast<size_t>(staged_x_rows(m) * staged_x_halves(w.k)) * 2) +
+         align256(static_cast<size_t>(online_part_floats(w, m)) * 4);
 }
 
 std::string gemv_run(const GemvLaunch& L, bool wait) {

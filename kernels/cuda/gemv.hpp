@@ -52,7 +52,7 @@ inline const char* gemv_misaligned(const GemvLaunch& L) {
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m);
 // Its first bytes, the partial sums and arrival counters, which the kernels leave zero for the next
 // call; the rest is scratch they overwrite (X re-laid for the copy-engine stages, int8 activations
-// of the online path).
+// of the online path and its slices' sums).
 size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m);
 
 // Every path but cuBLAS (the backend calls cuBLAS itself and then gemv_epilogue).

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/backend/parallel.hpp"
+#include "split.hpp"
 
 namespace dql::gemv {
 
@@ -159,22 +160,30 @@ std::vector<uint16_t> gemv_cpu(const Weights& w, const Problem& p, const std::ve
         for (int64_t i = 0; i < G; ++i) aq[m * K + b * G + i] = act_code(x[m * K + b * G + i], a);
       }
     }
+    // The kernel's slices of K (online_slices): each sums its blocks from zero, then the slices add in
+    // order.
+    const int64_t slices = online_slices(N, K, G);
     parallel_items(N, [&](int64_t n) {
       std::vector<float> q(static_cast<size_t>(K));
       decode_rows(w, n, 1, false, p.dtype, q.data());
       for (int64_t m = 0; m < M; ++m) {
         float acc = 0.0f;
-        for (int64_t b = 0; b < blocks; ++b) {
-          int32_t cq = 0, bsum = 0;
-          for (int64_t i = 0; i < G; ++i) {
-            const int32_t wq = static_cast<int32_t>(q[b * G + i]);
-            cq += aq[m * K + b * G + i] * wq;
-            bsum += wq;
+        for (int64_t s = 0; s < slices; ++s) {
+          float part = 0.0f;
+          for (int64_t b = online_slice_first(s, slices, blocks);
+               b < online_slice_first(s + 1, slices, blocks); ++b) {
+            int32_t cq = 0, bsum = 0;
+            for (int64_t i = 0; i < G; ++i) {
+              const int32_t wq = static_cast<int32_t>(q[b * G + i]);
+              cq += aq[m * K + b * G + i] * wq;
+              bsum += wq;
+            }
+            const float sb = group_scale(w, n, b);
+            const ActBlock a = ab[m * blocks + b];
+            part += quant::mul_rn(quant::mul_rn(a.scale, sb), static_cast<float>(cq)) +
+                    quant::mul_rn(quant::mul_rn(a.offset, sb), static_cast<float>(bsum));
           }
-          const float sb = group_scale(w, n, b);
-          const ActBlock a = ab[m * blocks + b];
-          acc += quant::mul_rn(quant::mul_rn(a.scale, sb), static_cast<float>(cq)) +
-                 quant::mul_rn(quant::mul_rn(a.offset, sb), static_cast<float>(bsum));
+          acc = s == 0 ? part : acc + part;
         }
         finish(m, n, acc);
       }

@@ -464,4 +464,25 @@ inline bool awq_lane_takes(int64_t m, int64_t n, int group, int cc, int64_t resi
          (m <= 8 || n / awq_lane_channels(m) <= resident);
 }
 
+// ---- the online int8 path (online_kernel): slices of K ------------------------------------------
+//
+// A warp takes 16 channels over one slice of K's blocks (the weight's groups, 64 or 128 rows); the grid
+// is N / 64 blocks of 4 warps by `online_slices` slices. A slice sums its blocks in K order from zero,
+// and the slices' sums are added in slice order (by a second kernel where there are several), which
+// the CPU twin does too. The slices depend on the shape alone, not on the device, so that the GPU's
+// outputs equal the twin's bit for bit on every device. As many slices as give kOnlineWarps warps (32
+// a multiprocessor of the H200, each with one step's 1 KB of loads in flight), at most
+// kOnlineMostSlices, and none of fewer than kOnlineLeastBlocks blocks.
+constexpr int64_t kOnlineWarps = 4096;
+constexpr int64_t kOnlineMostSlices = 16;
+constexpr int64_t kOnlineLeastBlocks = 4;
+inline int64_t online_slices(int64_t n, int64_t k, int64_t group, int64_t aim = kOnlineWarps) {
+  const int64_t warps = std::max<int64_t>(1, (n + 15) / 16), blocks = group > 0 ? k / group : 0;
+  const int64_t want = (std::max<int64_t>(1, aim) + warps - 1) / warps;
+  const int64_t most = std::min(kOnlineMostSlices, std::max<int64_t>(1, blocks / kOnlineLeastBlocks));
+  return std::clamp<int64_t>(want, 1, most);
+}
+// The first block of slice s of `slices` over `blocks` blocks (slice s takes [first(s), first(s + 1))).
+DQL_HD int64_t online_slice_first(int64_t s, int64_t slices, int64_t blocks) { return blocks * s / slices; }
+
 }  // namespace dql::gemv
