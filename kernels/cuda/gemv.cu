@@ -2649,8 +2649,8 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
   const int64_t ch0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * 16 + g, ch1 = ch0 + 8;
   if (ch0 >= a.n) return;
-  const int64_t tok_b = static_cast<int64_t>(blockIdx.y) * 8 * NT + g;
-  const int64_t tok_c = static_cast<int64_t>(blockIdx.y) * 8 * NT + 2 * r;
+  // All M rows of X in the block's NT token tiles (blockIdx.y is the slice of K).
+  const int64_t tok_b = g, tok_c = 2 * r;
   const int64_t blocks = a.k / G;
   const int64_t b_end = gemv::online_slice_first(blockIdx.y + 1, a.slices, blocks);
   const uint32_t* row0 = a.q + ch0 * a.k / 4;
