@@ -945,8 +945,10 @@ TEST_CASE("gemv: the online path's slices of K add in the twin's order, bit for 
   // K is cut into slices of whole blocks by the shape alone (gemv::online_slices): 1024x256 g128 one
   // slice (two blocks); 64x1408 g64 five uneven slices (22 blocks: 4, 4, 4, 5, 5); 2048x11008 g128
   // sixteen (86 blocks: 5 or 6 each). At 1, 8, 9 and 16 rows (one and two token tiles), fp16 and bf16
-  // X, with a bias and a clamp: the GPU's outputs equal the twin's bit for bit; with SiLU (the device's
-  // exp may differ from the host's in the last place) within 2% of the float64 product.
+  // X, with a bias and a clamp: the GPU's outputs equal the twin's bit for bit, and fp16's are within 2%
+  // of the float64 product (the reference dequantizes by the format's fp16 recipe; plain int8 has no
+  // bf16 one). With SiLU (the device's exp may differ from the host's in the last place) every output
+  // within two units of the last place of the twin's.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   struct Shape {
@@ -959,23 +961,22 @@ TEST_CASE("gemv: the online path's slices of K add in the twin's order, bit for 
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(sh.n + sh.k), sh.n, sh.k);
     const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int8Sym, quant::Layout::Plain, sh.group});
     for (const recipes::OutType t : {recipes::OutType::F16, recipes::OutType::BF16}) {
+      const bool f16 = t == recipes::OutType::F16;
       for (const int64_t m : {1, 8, 9, 16}) {
         gemv::Epilogue epi;
         epi.clamp = true, epi.lo = -20.0f, epi.hi = 20.0f;
         GemvRequest r =
             test::make_request(gemv::Path::Online, t, m, sh.n, sh.k, static_cast<uint64_t>(5 * m), epi);
         const auto yg = gpu->gemv(q, r), yc = cpu->gemv(q, r);
-        const auto ref = test::reference(*cpu, q, r);
-        const double err = gemv::compare(yg, ref, t).rel_l2;
+        const double err = f16 ? gemv::compare(yg, test::reference(*cpu, q, r), t).rel_l2 : 0.0;
         std::printf("online %lldx%lld g%d (%lld slices) %s M=%lld: rel err %.2e%s\n",
                     static_cast<long long>(sh.n), static_cast<long long>(sh.k), sh.group,
-                    static_cast<long long>(sh.slices), t == recipes::OutType::F16 ? "fp16" : "bf16",
-                    static_cast<long long>(m), err, yg == yc ? ", equal bits" : "");
+                    static_cast<long long>(sh.slices), f16 ? "fp16" : "bf16", static_cast<long long>(m), err,
+                    yg == yc ? ", equal bits" : "");
         CHECK(yg == yc);
-        CHECK(err < 2e-2);
+        if (f16) CHECK(err < 2e-2);
         r.epi.act = gemv::Act::Silu;
-        const auto ys = gpu->gemv(q, r);
-        CHECK(gemv::compare(ys, test::reference(*cpu, q, r), t).rel_l2 < 2e-2);
+        CHECK(outputs_apart(gpu->gemv(q, r), cpu->gemv(q, r), t) == 0);
       }
     }
   }
