@@ -2648,13 +2648,16 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
   constexpr int G = 16 * WPT;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
   const int64_t ch0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * 16 + g, ch1 = ch0 + 8;
-  if (ch0 >= a.n) return;
+  // A warp wholly past N leaves; where N is not a multiple of 16, the lanes' channels past N read
+  // channel 0's row and scales (the warp's products and shuffles need every lane) and write nothing.
+  if (ch0 - g >= a.n) return;
+  const int64_t r0 = ch0 < a.n ? ch0 : 0, r1 = ch1 < a.n ? ch1 : 0;
   // All M rows of X in the block's NT token tiles (blockIdx.y is the slice of K).
   const int64_t tok_b = g, tok_c = 2 * r;
   const int64_t blocks = a.k / G;
   const int64_t b_end = gemv::online_slice_first(blockIdx.y + 1, a.slices, blocks);
-  const uint32_t* row0 = a.q + ch0 * a.k / 4;
-  const uint32_t* row1 = a.q + ch1 * a.k / 4;
+  const uint32_t* row0 = a.q + r0 * a.k / 4;
+  const uint32_t* row1 = a.q + r1 * a.k / 4;
   float acc[NT][4] = {};
   for (int64_t b = gemv::online_slice_first(blockIdx.y, a.slices, blocks); b < b_end; ++b) {
     const int64_t w = b * G / 4 + r * WPT;
@@ -2697,8 +2700,8 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
       s0 += __shfl_xor_sync(0xFFFFFFFFu, s0, o);
       s1 += __shfl_xor_sync(0xFFFFFFFFu, s1, o);
     }
-    const float sb0 = quant::half_to_f32(__ldg(a.scales + ch0 * blocks + b));
-    const float sb1 = quant::half_to_f32(__ldg(a.scales + ch1 * blocks + b));
+    const float sb0 = quant::half_to_f32(__ldg(a.scales + r0 * blocks + b));
+    const float sb1 = quant::half_to_f32(__ldg(a.scales + r1 * blocks + b));
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
 #pragma unroll
@@ -2714,12 +2717,13 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
     }
   }
   if (a.slices == 1) {
-    lane_outputs<NT>(tok_c, ch0, ch1, acc,
-                     [&](int64_t tok, int64_t ch, float v) { write_out<T>(a.out, tok, ch, v); });
+    lane_outputs<NT>(tok_c, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float v) {
+      if (ch < a.n) write_out<T>(a.out, tok, ch, v);
+    });
   } else {
     float* const part = a.parts + int64_t{blockIdx.y} * a.m * a.n;
     lane_outputs<NT>(tok_c, ch0, ch1, acc, [&](int64_t tok, int64_t ch, float v) {
-      if (tok < a.m) part[tok * a.n + ch] = v;
+      if (tok < a.m && ch < a.n) part[tok * a.n + ch] = v;
     });
   }
 }
@@ -2755,12 +2759,6 @@ std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait)
 }
 
 std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  // A warp takes channels c and c + 8 of 16; with N not a multiple of 16 its last warp's second row would
-  // lie past the weight and its outputs past the row.
-  if (L.w.n % 16 != 0) {
-    return "the online int8 GPU kernel takes N (the weight's output channels) in multiples of 16; N = " +
-           std::to_string(L.w.n) + " here: use a multiple of 16, or the CPU twin (--backend cpu)";
-  }
   const ActQuantArgs q{L.p.x, L.p.m, L.w.k, L.w.group, L.p.dtype, ws.aq, ws.ab};
   const int64_t warps = L.p.m * (L.w.k / L.w.group);
   act_quant_kernel<<<static_cast<unsigned>((warps * 32 + 255) / 256), 256>>>(q);

@@ -944,10 +944,11 @@ TEST_CASE("gemv / gemm: every path on the GPU within the accuracy goal, beside t
 TEST_CASE("gemv: the online path's slices of K add in the twin's order, bit for bit") {
   // K is cut into slices of whole blocks by the shape alone (gemv::online_slices): 1024x256 g128 one
   // slice (two blocks); 64x1408 g64 five uneven slices (22 blocks: 4, 4, 4, 5, 5); 2048x11008 g128
-  // sixteen (86 blocks: 5 or 6 each). At 1, 8, 9 and 16 rows (one and two token tiles), fp16 and bf16
-  // X, with a bias and a clamp: the GPU's outputs equal the twin's bit for bit, and fp16's are within 2%
-  // of the float64 product (the reference dequantizes by the format's fp16 recipe; plain int8 has no
-  // bf16 one). With SiLU (the device's exp may differ from the host's in the last place) every output
+  // sixteen (86 blocks: 5 or 6 each); 70x1408 g64 five, N not a multiple of 16 (nor of 8: the last
+  // warp's lanes past N read channel 0 and write nothing). At 1, 8, 9 and 16 rows (one and two token tiles),
+  // fp16 and bf16 X, with a bias and a clamp: the GPU's outputs equal the twin's bit for bit, and fp16's are
+  // within 2% of the float64 product (the reference dequantizes by the format's fp16 recipe; plain int8 has
+  // no bf16 one). With SiLU (the device's exp may differ from the host's in the last place) every output
   // within two units of the last place of the twin's.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
@@ -956,7 +957,8 @@ TEST_CASE("gemv: the online path's slices of K add in the twin's order, bit for 
     int group;
     int64_t slices;
   };
-  for (const Shape& sh : {Shape{1024, 256, 128, 1}, Shape{64, 1408, 64, 5}, Shape{2048, 11008, 128, 16}}) {
+  for (const Shape& sh : {Shape{1024, 256, 128, 1}, Shape{64, 1408, 64, 5}, Shape{2048, 11008, 128, 16},
+                          Shape{70, 1408, 64, 5}}) {
     REQUIRE(gemv::online_slices(sh.n, sh.k, sh.group) == sh.slices);
     const Tensor w = random_matrix(Distribution::Normal, static_cast<uint64_t>(sh.n + sh.k), sh.n, sh.k);
     const QuantizedMatrix q = cpu->quantize(w, {quant::Scheme::Int8Sym, quant::Layout::Plain, sh.group});
