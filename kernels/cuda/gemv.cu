@@ -147,6 +147,12 @@ int64_t online_aim() {
   const char* e = std::getenv("DQL_EXP_ONLINE_WARPS");
   return e ? std::atoll(e) : gemv::kOnlineWarps;
 }
+// DQL_EXP_ONLINE_PDL=0 (experiment ONP, timing only): the online path's kernels launched one after
+// another as before, in place of programmatic dependents on compute capability 9.0.
+bool online_dependent(int cc) {
+  const char* e = std::getenv("DQL_EXP_ONLINE_PDL");
+  return cc >= 90 && !(e && e[0] == '0');
+}
 int64_t online_part_floats(const gemv::Weights& w, int64_t m) {
   const bool online = w.layout == quant::Layout::Plain && w.scheme == quant::Scheme::Int8Sym &&
                       (w.group == 64 || w.group == 128);
@@ -2609,6 +2615,11 @@ struct ActQuantArgs {
 };
 
 __global__ void act_quant_kernel(ActQuantArgs a) {
+#ifdef DQL_BULK_COPY
+  // The product kernel may be scheduled now (launched as this kernel's programmatic dependent on
+  // compute capability 9.0; it waits for these codes at griddepcontrol.wait).
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   const int64_t blocks = a.k / a.group;
   const int64_t item = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
@@ -2659,9 +2670,11 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
   const uint32_t* row0 = a.q + r0 * a.k / 4;
   const uint32_t* row1 = a.q + r1 * a.k / 4;
   float acc[NT][4] = {};
-  for (int64_t b = gemv::online_slice_first(blockIdx.y, a.slices, blocks); b < b_end; ++b) {
+  // A block's weight words: asked for before the activations are waited for, and each next block's
+  // as soon as this block's products and sums have read them.
+  uint32_t wa[WPT], wb[WPT];
+  const auto load_w = [&](int64_t b) {
     const int64_t w = b * G / 4 + r * WPT;
-    uint32_t wa[WPT], wb[WPT], xa[NT][WPT];
 #pragma unroll
     for (int i = 0; i < WPT; i += 4) {
       const uint4 t0 = __ldcs(reinterpret_cast<const uint4*>(row0 + w + i));
@@ -2669,6 +2682,17 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
       wa[i] = t0.x, wa[i + 1] = t0.y, wa[i + 2] = t0.z, wa[i + 3] = t0.w;
       wb[i] = t1.x, wb[i + 1] = t1.y, wb[i + 2] = t1.z, wb[i + 3] = t1.w;
     }
+  };
+  const int64_t b_first = gemv::online_slice_first(blockIdx.y, a.slices, blocks);
+  load_w(b_first);
+#ifdef DQL_BULK_COPY
+  // On compute capability 9.0 this kernel is the programmatic dependent of the activations' kernel
+  // (wait: its codes and parameters are written) and the settling kernel this kernel's.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  for (int64_t b = b_first; b < b_end; ++b) {
+    uint32_t xa[NT][WPT];
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
       const int64_t tok = tok_b + 8 * t;
@@ -2696,6 +2720,7 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
       s0 = __dp4a(static_cast<int>(wa[i]), 0x01010101, s0);
       s1 = __dp4a(static_cast<int>(wb[i]), 0x01010101, s1);
     }
+    if (b + 1 < b_end) load_w(b + 1);
     for (int o = 1; o < 4; o *= 2) {
       s0 += __shfl_xor_sync(0xFFFFFFFFu, s0, o);
       s1 += __shfl_xor_sync(0xFFFFFFFFu, s1, o);
@@ -2731,6 +2756,9 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
 // The slices' sums of one output added in slice order, then its bias, activation and rounding.
 template <OutType T>
 __global__ void online_settle_kernel(const float* parts, int slices, Out o) {
+#ifdef DQL_BULK_COPY
+  asm volatile("griddepcontrol.wait;" ::: "memory");  // the product's sums are written
+#endif
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x, count = o.m * o.n;
   if (i >= count) return;
   float v = parts[i];
@@ -2743,18 +2771,23 @@ std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait)
   const Out o{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
   const int slices = static_cast<int>(gemv::online_slices(L.w.n, L.w.k, L.w.group, online_aim()));
   OnlineArgs a{L.w.q, L.w.scales, ws.aq, ws.ab, L.w.n, L.w.k, L.p.m, o, slices, ws.parts};
-  const dim3 block(kWarps * 32);
   const unsigned gx = static_cast<unsigned>((L.w.n + 16 * kWarps - 1) / (16 * kWarps));
-  const dim3 grid(gx, static_cast<unsigned>(slices));
-  if (L.p.m <= 8) {
-    online_kernel<WPT, T, 1><<<grid, block>>>(a);
-  } else {
-    online_kernel<WPT, T, 2><<<grid, block>>>(a);
-  }
+  // On compute capability 9.0 the product is the activations' kernel's programmatic dependent and the
+  // settling kernel the product's: each is scheduled while the one before it runs.
+  const bool dependent = online_dependent(L.cc);
+  DependentLaunch d(gx, kWarps * 32, 0, dependent);
+  d.cfg.gridDim = dim3(gx, static_cast<unsigned>(slices));
+  const cudaError_t e = L.p.m <= 8 ? cudaLaunchKernelEx(&d.cfg, online_kernel<WPT, T, 1>, a)
+                                   : cudaLaunchKernelEx(&d.cfg, online_kernel<WPT, T, 2>, a);
+  if (e != cudaSuccess)
+    return std::string("the online int8 GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
   if (slices == 1) return status("the online int8 GEMV kernel", wait);
-  std::string e = status("the online int8 GEMV kernel", false);
-  if (!e.empty()) return e;
-  online_settle_kernel<T><<<static_cast<unsigned>((o.m * o.n + 255) / 256), 256>>>(ws.parts, slices, o);
+  if (std::string err = status("the online int8 GEMV kernel", false); !err.empty()) return err;
+  DependentLaunch s((o.m * o.n + 255) / 256, 256, 0, dependent);
+  if (const cudaError_t f =
+          cudaLaunchKernelEx(&s.cfg, online_settle_kernel<T>, static_cast<const float*>(ws.parts), slices, o);
+      f != cudaSuccess)
+    return std::string("the online int8 GEMV's slice sums failed on the GPU: ") + cudaGetErrorString(f);
   return status("the online int8 GEMV's slice sums", wait);
 }
 
