@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cfloat>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -141,22 +140,10 @@ int64_t staged_x_rows(int64_t m) {
 
 // The online path's slice sums, [slices, M, N] floats, where its weights (plain int8, groups of 64 or
 // 128) are cut into more than one slice of K (gemv::online_slices); not kept zero.
-// DQL_EXP_ONLINE_WARPS (experiment ONS, timing only): the warps the slices aim at, in place of
-// gemv::kOnlineWarps (the twin keeps the rule's own).
-int64_t online_aim() {
-  const char* e = std::getenv("DQL_EXP_ONLINE_WARPS");
-  return e ? std::atoll(e) : gemv::kOnlineWarps;
-}
-// DQL_EXP_ONLINE_PDL=0 (experiment ONP, timing only): the online path's kernels launched one after
-// another as before, in place of programmatic dependents on compute capability 9.0.
-bool online_dependent(int cc) {
-  const char* e = std::getenv("DQL_EXP_ONLINE_PDL");
-  return cc >= 90 && !(e && e[0] == '0');
-}
 int64_t online_part_floats(const gemv::Weights& w, int64_t m) {
   const bool online = w.layout == quant::Layout::Plain && w.scheme == quant::Scheme::Int8Sym &&
                       (w.group == 64 || w.group == 128);
-  const int64_t slices = online ? gemv::online_slices(w.n, w.k, w.group, online_aim()) : 1;
+  const int64_t slices = online ? gemv::online_slices(w.n, w.k, w.group) : 1;
   return slices > 1 ? slices * m * w.n : 0;
 }
 
@@ -2769,12 +2756,12 @@ __global__ void online_settle_kernel(const float* parts, int slices, Out o) {
 template <int WPT, OutType T>
 std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const Out o{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
-  const int slices = static_cast<int>(gemv::online_slices(L.w.n, L.w.k, L.w.group, online_aim()));
+  const int slices = static_cast<int>(gemv::online_slices(L.w.n, L.w.k, L.w.group));
   OnlineArgs a{L.w.q, L.w.scales, ws.aq, ws.ab, L.w.n, L.w.k, L.p.m, o, slices, ws.parts};
   const unsigned gx = static_cast<unsigned>((L.w.n + 16 * kWarps - 1) / (16 * kWarps));
   // On compute capability 9.0 the product is the activations' kernel's programmatic dependent and the
   // settling kernel the product's: each is scheduled while the one before it runs.
-  const bool dependent = online_dependent(L.cc);
+  const bool dependent = L.cc >= 90;
   DependentLaunch d(gx, kWarps * 32, 0, dependent);
   d.cfg.gridDim = dim3(gx, static_cast<unsigned>(slices));
   const cudaError_t e = L.p.m <= 8 ? cudaLaunchKernelEx(&d.cfg, online_kernel<WPT, T, 1>, a)
