@@ -2761,7 +2761,14 @@ std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait)
   const unsigned gx = static_cast<unsigned>((L.w.n + 16 * kWarps - 1) / (16 * kWarps));
   // On compute capability 9.0 the product is the activations' kernel's programmatic dependent and the
   // settling kernel the product's: each is scheduled while the one before it runs.
-  const bool dependent = L.cc >= 90;
+  // The kernels wait for the one before them (griddepcontrol.wait) only where compiled for compute
+  // capability 9.0 and up: a build without that code, run on such a device, launches them one after another
+  // (as dependents they would read the activations before they are written).
+  static const bool waits = [] {
+    cudaFuncAttributes fa{};
+    return cudaFuncGetAttributes(&fa, online_kernel<WPT, T, 1>) == cudaSuccess && fa.ptxVersion >= 90;
+  }();
+  const bool dependent = L.cc >= 90 && waits;
   DependentLaunch d(gx, kWarps * 32, 0, dependent);
   d.cfg.gridDim = dim3(gx, static_cast<unsigned>(slices));
   const cudaError_t e = L.p.m <= 8 ? cudaLaunchKernelEx(&d.cfg, online_kernel<WPT, T, 1>, a)
