@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -323,6 +324,63 @@ TEST_CASE("matrix commands: bad input is refused and nothing is written") {
             .find("holds no tensors") != std::string::npos);
   CHECK(!exists(q + "/w.npy"));
   CHECK(!exists(q4 + "/w.npy"));
+}
+
+TEST_CASE("dequant: scales or absmax that are not finite (or absmax below 0) are refused, naming the file") {
+  // int4-sym 8x256 in groups of 128: scales.npy is float16 [8, 2]; NF4 16x512 in blocks of 64: absmax.npy
+  // is float32 [16, 8]. Each is rewritten with bad values and dequant must name the first one.
+  const std::string q = tmp("badscales"), n = tmp("badabsmax");
+  REQUIRE(
+      run("quant --scheme int4-sym --random normal --shape 8x256 --out-dir " + q + " --backend cpu").status ==
+      0);
+  REQUIRE(run("quant --scheme nf4 --blocksize 64 --random normal --shape 16x512 --out-dir " + n +
+              " --backend cpu")
+              .status == 0);
+  const auto scales = [&](std::vector<uint16_t> v) {
+    dql::test::write_npy_text(q + "/scales.npy", "<f2", "(8, 2)", v.data(), v.size() * 2);
+  };
+  const auto absmax = [&](std::vector<float> v) {
+    dql::test::write_npy_text(n + "/absmax.npy", "<f4", "(16, 8)", v.data(), v.size() * 4);
+  };
+  const std::string deq_q = "dequant --scheme int4-sym --dir " + q + " --out " + q + "/w.npy --backend cpu";
+  const std::string deq_n = "dequant --scheme nf4 --dir " + n + " --out " + n + "/w.npy --backend cpu";
+
+  std::vector<uint16_t> s(16, 0x2C00);  // 0.0625
+  s[3] = 0x7E00;                        // NaN
+  s[9] = 0x7C00;                        // inf, later: the first is named
+  scales(s);
+  CHECK(
+      refused(deq_q).find("scales.npy' holds NaN at index 3 (row 1, column 1 of its 8x2 values): scales must "
+                          "be finite fp16 values") != std::string::npos);
+  s[3] = 0x2C00;
+  s[9] = 0xFC00;  // -inf
+  scales(s);
+  CHECK(refused(deq_q).find("holds -inf at index 9 (row 4, column 1") != std::string::npos);
+  CHECK(!exists(q + "/w.npy"));
+  // A zero scale (a group of zeros, or one too small for fp16) and a negative one are finite: read.
+  s[9] = 0x0000;
+  s[10] = 0xAC00;
+  scales(s);
+  CHECK(run(deq_q).status == 0);
+
+  std::vector<float> a(128, 1.5f);
+  a[5] = -0.25f;
+  a[7] = std::numeric_limits<float>::quiet_NaN();
+  absmax(a);
+  CHECK(refused(deq_n).find("absmax.npy' holds -0.25 at index 5 (row 0, column 5 of its 16x8 values): NF4 "
+                            "absmax values must be finite and 0 or more") != std::string::npos);
+  a[5] = 1.5f;
+  absmax(a);
+  CHECK(refused(deq_n).find("holds NaN at index 7 (row 0, column 7") != std::string::npos);
+  a[7] = std::numeric_limits<float>::infinity();
+  absmax(a);
+  CHECK(refused(deq_n).find("holds inf at index 7") != std::string::npos);
+  CHECK(!exists(n + "/w.npy"));
+  // 0 and -0 are absmax values of a block of zeros: read.
+  a[7] = 0.0f;
+  a[8] = -0.0f;
+  absmax(a);
+  CHECK(run(deq_n).status == 0);
 }
 
 TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing two runs") {

@@ -392,6 +392,13 @@ TEST_CASE("gemv: bad input is refused with one sentence and nothing is written")
   CHECK(refused(gemv_args(awq, x, y, "--dtype bf16")).find("fp16 activations") != std::string::npos);
   CHECK(refused(gemv_args(i8, x, y, "")).find("--path online") != std::string::npos);
   CHECK(refused(gemv_args(ft, x, d + "/no/such/dir/y.npy", "")).find("cannot write") != std::string::npos);
+  // Scales that are not finite are refused before anything is computed (the mixed-GEMM layout's scales.npy
+  // is float16 [K / G, N]).
+  std::vector<uint16_t> scales(2 * N, 0x2C00);
+  scales[N + 2] = 0x7C00;  // inf in group 1 of column 2
+  write_npy(ft + "/scales.npy", "<f2", {2, N}, scales.data(), scales.size() * 2);
+  CHECK(refused(gemv_args(ft, x, y, "")).find("scales.npy' holds inf at index 66 (row 1, column 2") !=
+        std::string::npos);
   CHECK(!exists(y));
   CHECK(!exists(y + ".partial"));
 }

@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+
+#include "kernels/bits/float.hpp"
 
 namespace dql {
 
@@ -53,6 +56,23 @@ void expect(const Tensor& t, DType dt, size_t dims, const std::string& path, con
   if (t.dtype != dt || t.shape.size() != dims) {
     throw Error(fmt::format("'{}' is {} [{}], but this format stores {}", path, dtype_name(t.dtype),
                             t.shape_text(), wanted));
+  }
+}
+
+// The first value of a [rows, cols] array of scales or absmax that the dequantization cannot use (NaN
+// or infinite; for absmax also below 0), with where it is and what the file must hold.
+void check_params(const std::vector<double>& v, const Tensor& t, const std::string& path, bool absmax) {
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double x = v[i];
+    if (std::isfinite(x) && !(absmax && x < 0.0)) continue;
+    const int64_t cols = t.shape[1];
+    const std::string what = std::isnan(x)   ? "NaN"
+                             : std::isinf(x) ? (x < 0 ? "-inf" : "inf")
+                                             : fmt::format("{}", x);
+    throw Error(fmt::format(
+        "'{}' holds {} at index {} (row {}, column {} of its {} values): {}", path, what, i,
+        static_cast<int64_t>(i) / cols, static_cast<int64_t>(i) % cols, t.shape_text(),
+        absmax ? "NF4 absmax values must be finite and 0 or more" : "scales must be finite fp16 values"));
   }
 }
 
@@ -179,6 +199,7 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
           fmt::format("'{}' has {} rows; qweight.npy has N = {}{}", params_path, params.shape[0], q.n, hint));
     groups = params.shape[1];
     q.absmax = values_of<float>(params);
+    check_params(std::vector<double>(q.absmax.begin(), q.absmax.end()), params, params_path, true);
   } else {
     params_path = (fs::path(dir) / "scales.npy").string();
     params = read_npy(params_path);
@@ -190,6 +211,9 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
       throw Error(
           fmt::format("'{}' covers N = {} columns; qweight.npy has N = {}{}", params_path, nn, q.n, hint));
     q.scales = values_of<uint16_t>(params);
+    std::vector<double> values(q.scales.size());
+    for (size_t i = 0; i < values.size(); ++i) values[i] = bits::to_double(q.scales[i], bits::kF16);
+    check_params(values, params, params_path, false);
   }
   if (groups < 1 || q.k % groups != 0) {
     throw Error(fmt::format("'{}' has {} groups per row, which does not divide K = {}{}", params_path, groups,
