@@ -209,6 +209,41 @@ TEST_CASE("command line: bad options and state tokens are refused with a sentenc
   CHECK(r.output.find("state dql:nf4-fp16:0x76543210:step=0") != std::string::npos);  // absmax kept at 1
 }
 
+namespace {
+
+// The SVG of a view's figures after a script (the figures are drawn from the model's values only, so
+// two scripts that leave the same values give the same document).
+std::string svg_after(const std::string& view, const std::string& script) {
+  const std::string svg = tmp(view + "-after.svg");
+  std::remove(svg.c_str());
+  const dql::test::GuiRun r = app("--screenshot " + tmp("x.png") + " --size 1280x800 --view " + view +
+                                  " --script \"" + script + ";app.svg=" + svg + "\"");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("the app shows") == std::string::npos);
+  std::ifstream in(svg);
+  std::stringstream text;
+  text << in.rdbuf();
+  REQUIRE(text.str().rfind("<svg", 0) == 0);
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("text fields take text of any length: nothing past a buffer's end is cut off") {
+  // 162 characters: (a & b) | ... | ~c is 0xd5; its first 127 characters read a & b (0xc0).
+  std::string expr;
+  for (int i = 0; i < 40; ++i) expr += "a&b|";
+  expr += "~c";
+  const std::string long_expr = svg_after("lop3", "lop3.expr=" + expr);
+  CHECK(long_expr == svg_after("lop3", "lop3.lut=0xd5"));
+  CHECK(long_expr != svg_after("lop3", "lop3.lut=0xc0"));
+  // 3 after 80 zeros: fp16 0x4200 (its first 63 characters are zeros).
+  const std::string long_decimal = svg_after("float", "float.decimal=" + std::string(80, '0') + "3");
+  CHECK(long_decimal == svg_after("float", "float.hex=0x4200"));
+  CHECK(long_decimal != svg_after("float", "float.hex=0x0000"));
+}
+
 TEST_CASE("without a display: one line pointing to xvfb-run and the terminal commands, status 1") {
   const std::string log = tmp("nodisplay.txt");
   const std::string cmd =

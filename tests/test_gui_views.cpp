@@ -136,6 +136,16 @@ TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it 
   CHECK(shape.output.find(
             "dequant/awq-int4-fp16 at 64x100 g128: K = 100 does not divide by the group size 128") !=
         std::string::npos);
+  // A list of shapes longer than any fixed field: the last one (after 300 spaces) is timed too.
+  const std::string long_json = tmp("bench-long.json");
+  const Outcome longer = timed_run("timing.kernels=dequant/awq-int4-fp16;timing.shapes=64x128," +
+                                       std::string(300, ' ') + "128x256;timing.warm=1;timing.timeout=0.1",
+                                   long_json);
+  INFO(longer.output);
+  REQUIRE(longer.status == 0);
+  const nlohmann::json lj = saved_report(long_json);
+  REQUIRE(lj["rows"].size() == 2);
+  CHECK(lj["rows"][1]["shape"].get<std::string>().rfind("128x256", 0) == 0);
   const Outcome nothing = screenshot("timing", "timing.save-json=" + tmp("none.json"));
   CHECK(nothing.status == 0);
   CHECK(nothing.output.find("no results to save") != std::string::npos);

@@ -210,6 +210,27 @@ int byte_boxes(const char* id, const uint8_t* bytes, int n, int first, const ImU
   return clicked;
 }
 
+namespace {
+// ImGui asks for a larger buffer as the text grows: the string is resized and lends its storage.
+int resize_string(ImGuiInputTextCallbackData* d) {
+  if (d->EventFlag == ImGuiInputTextFlags_CallbackResize) {
+    auto* s = static_cast<std::string*>(d->UserData);
+    s->resize(static_cast<size_t>(d->BufTextLen));
+    d->Buf = s->data();
+  }
+  return 0;
+}
+}  // namespace
+
+bool text_input(const char* label, std::string* text, ImGuiInputTextFlags flags, const char* hint) {
+  flags |= ImGuiInputTextFlags_CallbackResize;
+  if (hint) {
+    return ImGui::InputTextWithHint(label, hint, text->data(), text->capacity() + 1, flags, resize_string,
+                                    text);
+  }
+  return ImGui::InputText(label, text->data(), text->capacity() + 1, flags, resize_string, text);
+}
+
 Edit hex_input(const char* label, uint32_t* value, int digits, std::string* error, const Ui& ui,
                const char* script_key, float width_em) {
   const ImGuiID id = ImGui::GetID(label);
@@ -220,13 +241,10 @@ Edit hex_input(const char* label, uint32_t* value, int digits, std::string* erro
     st.shown = *value;
     st.init = true;
   }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%s", st.text.c_str());
   ImGui::SetNextItemWidth(width_em * ui.em);
   if (ui.mono) ImGui::PushFont(ui.mono);
-  const bool enter = ImGui::InputText(label, buf, sizeof buf, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = text_input(label, &st.text, ImGuiInputTextFlags_EnterReturnsTrue);
   if (ui.mono) ImGui::PopFont();
-  st.text = buf;
   bool apply = enter || ImGui::IsItemDeactivatedAfterEdit();
   if (script_key) {
     if (auto s = scripted(script_key)) {

@@ -79,6 +79,12 @@ int byte_boxes(const char* id, const uint8_t* bytes, int n, int first, const ImU
 // Rejected (the view also calls m.set_error). `script_key`: a test script entry that types into
 // the field (see scripted()).
 enum class Edit { None, Changed, Rejected };
+
+// A text field bound to a std::string: it holds whatever length is typed or pasted (the string
+// grows with the text), so nothing is cut off. Returns what ImGui::InputText returns for `flags`
+// (with ImGuiInputTextFlags_EnterReturnsTrue: true on Enter). `hint`: grey text while empty.
+bool text_input(const char* label, std::string* text, ImGuiInputTextFlags flags = 0,
+                const char* hint = nullptr);
 Edit hex_input(const char* label, uint32_t* value, int digits, std::string* error, const Ui& ui,
                const char* script_key = nullptr, float width_em = 8.0f);
 

@@ -29,8 +29,8 @@ constexpr Format kFormats[] = {
 struct FloatState {
   int format = 0;
   uint32_t value[4] = {0x6400u, 0x4480u, 0x44800000u, 0x64u};  // 1024 in each
-  char decimal[64] = "";
-  char binary[64] = "";
+  std::string decimal;
+  std::string binary;
   std::string error;
   int magic_i = 5;
   uint32_t shown = ~0u;
@@ -49,7 +49,7 @@ const char* class_name(bits::FpClass c) {
 }
 
 // The decimal text rounded to the format (nearest, ties to even), through the engine's rounding.
-bool from_decimal(const char* text, bits::FloatFormat f, uint32_t* out, std::string* why) {
+bool from_decimal(const std::string& text, bits::FloatFormat f, uint32_t* out, std::string* why) {
   std::string t(text);
   while (!t.empty() && t.back() == ' ') t.pop_back();
   while (!t.empty() && t.front() == ' ') t.erase(0, 1);
@@ -84,16 +84,16 @@ bool from_decimal(const char* text, bits::FloatFormat f, uint32_t* out, std::str
   return true;
 }
 
-bool from_binary(const char* text, int width, uint32_t* out, std::string* why) {
+bool from_binary(const std::string& text, int width, uint32_t* out, std::string* why) {
   uint32_t v = 0;
   int n = 0;
-  for (const char* p = text; *p; ++p) {
-    if (*p == ' ' || *p == '_') continue;
-    if (*p != '0' && *p != '1') {
-      *why = fmt::format("'{}' holds '{}': binary entry takes only 0, 1, spaces and _", text, *p);
+  for (const char c : text) {
+    if (c == ' ' || c == '_') continue;
+    if (c != '0' && c != '1') {
+      *why = fmt::format("'{}' holds '{}': binary entry takes only 0, 1, spaces and _", text, c);
       return false;
     }
-    v = (v << 1) | static_cast<uint32_t>(*p - '0');
+    if (n < 32) v = (v << 1) | static_cast<uint32_t>(c - '0');
     ++n;
   }
   if (n != width) {
@@ -218,20 +218,19 @@ void draw_float(Model& m, const Ui& ui) {
   // The decimal and binary fields follow the value while they are not being edited.
   if (g.shown != v || g.shown_format != g.format) {
     if (!ImGui::IsAnyItemActive()) {
-      std::snprintf(g.decimal, sizeof g.decimal, "%s", number_text(bits::to_double(v, f)).c_str());
+      g.decimal = number_text(bits::to_double(v, f));
       std::string b;
       for (int i = width - 1; i >= 0; --i)
         b += ((v >> i) & 1u) ? ((i % 4 == 0 && i) ? "1 " : "1") : ((i % 4 == 0 && i) ? "0 " : "0");
-      std::snprintf(g.binary, sizeof g.binary, "%s", b.c_str());
+      g.binary = b;
       g.shown = v;
       g.shown_format = g.format;
     }
   }
   ImGui::SetNextItemWidth(12.0f * ui.em);
-  bool apply_dec =
-      ImGui::InputText("decimal", g.decimal, sizeof g.decimal, ImGuiInputTextFlags_EnterReturnsTrue);
+  bool apply_dec = text_input("decimal", &g.decimal, ImGuiInputTextFlags_EnterReturnsTrue);
   if (auto s = scripted("float.decimal")) {
-    std::snprintf(g.decimal, sizeof g.decimal, "%s", s->c_str());
+    g.decimal = *s;
     apply_dec = true;
   }
   if (apply_dec) {
@@ -245,7 +244,7 @@ void draw_float(Model& m, const Ui& ui) {
     }
   }
   ImGui::SetNextItemWidth(24.0f * ui.em);
-  if (ImGui::InputText("binary", g.binary, sizeof g.binary, ImGuiInputTextFlags_EnterReturnsTrue)) {
+  if (text_input("binary", &g.binary, ImGuiInputTextFlags_EnterReturnsTrue)) {
     uint32_t out = 0;
     if (from_binary(g.binary, width, &out, &err)) {
       v = out;

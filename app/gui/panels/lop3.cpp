@@ -18,7 +18,7 @@ namespace dql::gui {
 namespace {
 
 struct Lop3State {
-  char expr[128] = "";
+  std::string expr;
   std::string expr_error;
   std::string operand_error;
   int hover_row = -1;  // the table row under the mouse (previous frame)
@@ -118,18 +118,18 @@ void draw_lop3(Model& m, const Ui& ui) {
   dim_text("PTX convention: immLut = F(a = 0xF0, b = 0xCC, c = 0xAA)");
 
   if (g.shown_lut != m.lop3_lut && g.expr_error.empty()) {
-    std::snprintf(g.expr, sizeof g.expr, "%s", bits::minimal_lop3_expr(m.lop3_lut).c_str());
+    g.expr = bits::minimal_lop3_expr(m.lop3_lut);
     g.shown_lut = m.lop3_lut;
   }
   ImGui::SetNextItemWidth(24.0f * ui.em);
   if (ui.mono) ImGui::PushFont(ui.mono);
-  bool apply = ImGui::InputText("expression", g.expr, sizeof g.expr, ImGuiInputTextFlags_EnterReturnsTrue);
+  bool apply = text_input("expression", &g.expr, ImGuiInputTextFlags_EnterReturnsTrue);
   if (ui.mono) ImGui::PopFont();
   if (ImGui::IsItemHovered()) {
     ImGui::SetTooltip("a, b, c, 0, 1 with & ^ | and ~ or ! and parentheses; | binds loosest, & tightest");
   }
   if (auto s = scripted("lop3.expr")) {
-    std::snprintf(g.expr, sizeof g.expr, "%s", s->c_str());
+    g.expr = *s;
     apply = true;
   }
   if (apply) {

@@ -63,9 +63,9 @@ struct State {
   int source = 0;
   int dist = 0;
   int seed = 1;
-  char shape[64] = "";
-  char npy_path[512] = "";
-  char st_path[512] = "";
+  std::string shape;
+  std::string npy_path;
+  std::string st_path;
   std::vector<std::string> st_names;
   std::string st_listed;
   int st_index = 0;
@@ -290,8 +290,7 @@ void draw_quant(Model& m, const Ui& ui) {
   const float em = ui.em;
   if (!s.init) {
     s.init = true;
-    snprintf(s.shape, sizeof s.shape, "%lldx%lld", static_cast<long long>(m.rows),
-             static_cast<long long>(m.cols));
+    s.shape = fmt::format("{}x{}", m.rows, m.cols);
     for (int i = 0; i < 4; ++i)
       if (kSchemes[i] == m.spec.scheme) s.scheme = i;
     const auto ls = layouts_for(kSchemes[s.scheme]);
@@ -332,11 +331,11 @@ void draw_quant(Model& m, const Ui& ui) {
       if (*v == std::to_string(1 << l)) s.blocksize_log2 = l, s.dirty = true;
   }
   if (auto v = scripted("quant.shape")) {
-    snprintf(s.shape, sizeof s.shape, "%s", v->c_str());
+    s.shape = *v;
     s.source = 0, s.dirty = true;
   }
   if (auto v = scripted("quant.npy")) {
-    snprintf(s.npy_path, sizeof s.npy_path, "%s", v->c_str());
+    s.npy_path = *v;
     s.source = 1, s.dirty = true;
   }
 
@@ -358,17 +357,16 @@ void draw_quant(Model& m, const Ui& ui) {
       changed |= ImGui::InputInt("seed", &s.seed);
       ImGui::SameLine();
       ImGui::SetNextItemWidth(8 * em);
-      if (ImGui::InputText("shape NxK", s.shape, sizeof s.shape, ImGuiInputTextFlags_EnterReturnsTrue))
-        changed = true;
+      if (text_input("shape NxK", &s.shape, ImGuiInputTextFlags_EnterReturnsTrue)) changed = true;
       if (ImGui::IsItemDeactivatedAfterEdit()) changed = true;
     } else if (s.source == 1) {
       ImGui::SetNextItemWidth(24 * em);
-      ImGui::InputText("##npy", s.npy_path, sizeof s.npy_path);
+      text_input("##npy", &s.npy_path);
       ImGui::SameLine();
       changed |= ImGui::Button("Load .npy");
     } else {
       ImGui::SetNextItemWidth(24 * em);
-      ImGui::InputText("##st", s.st_path, sizeof s.st_path);
+      text_input("##st", &s.st_path);
       ImGui::SameLine();
       if (ImGui::Button("List tensors")) {
         s.st_names.clear();

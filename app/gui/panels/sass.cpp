@@ -66,7 +66,7 @@ struct SassState {
   std::vector<Line> lines;
   int scroll_to = -1;           // a line to bring into view on the next frame
   size_t text_cols = 0;         // the longest instruction text of `lines`, in characters
-  char filter[64] = "dequant";  // the kernels the recipes are in; cleared for every kernel
+  std::string filter = "dequant";  // the kernels the recipes are in; cleared for every kernel
   std::string gpu_note;         // why the GPU's architecture is not the one shown
   bool chose_arch = false;
   // An architecture's listing is unpacked and parsed once, off the frame's thread (a second or
@@ -419,10 +419,8 @@ void draw_sass(Model& m, const Ui& ui) {
     ImGui::SameLine();
   }
   ImGui::SetNextItemWidth(12.0f * ui.em);
-  ImGui::InputTextWithHint("##filter", "filter: dequant*, nf4 ...", g.filter, sizeof g.filter);
-  if (auto s = scripted("sass.filter")) {
-    std::snprintf(g.filter, sizeof g.filter, "%s", s->c_str());
-  }
+  text_input("##filter", &g.filter, 0, "filter: dequant*, nf4 ...");
+  if (auto s = scripted("sass.filter")) g.filter = *s;
   ImGui::SameLine();
   for (auto c : {OpClass::Lop3, OpClass::Prmt, OpClass::Hfma2, OpClass::I2F}) {
     const char* label =

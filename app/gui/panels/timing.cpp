@@ -36,9 +36,9 @@ struct State {
   std::chrono::steady_clock::time_point start;
   std::vector<std::string> kernels;  // every kernel name the engine offers
   std::set<std::string> chosen;
-  char glob[64] = "";  // picks kernels by name, as bench --kernel does
-  char shapes[256] = "";
-  char batch[64] = "1,16";  // rows of X of the GEMV / GEMM cases
+  std::string glob;  // picks kernels by name, as bench --kernel does
+  std::string shapes;
+  std::string batch = "1,16";  // rows of X of the GEMV / GEMM cases
   int gemm_rows = 0;        // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
   bool hopper = false;      // the backend runs the Hopper GEMM (CUDA, compute capability 9.0)
   bool ring = false;        // the walk's cases a second time on the copy-engine ring (BenchCase::ring)
@@ -49,9 +49,9 @@ struct State {
   double copy_gbps = 0;
   std::string device_line;
   nlohmann::json device;
-  char csv_path[512] = "bench.csv";
-  char json_path[512] = "bench.json";
-  char compare_path[512] = "";
+  std::string csv_path = "bench.csv";
+  std::string json_path = "bench.json";
+  std::string compare_path;
   std::string saved;  // what export wrote
   std::unique_ptr<front::Comparison> comparison;
   std::string open_tab;  // a results tab to bring to the front (scripts)
@@ -254,7 +254,7 @@ void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
 void select_matching(State& s, Model& m) {
   std::set<std::string> picked;
   for (const std::string& k : s.kernels) {
-    if (fnmatch(s.glob, k.c_str(), 0) == 0) picked.insert(k);
+    if (fnmatch(s.glob.c_str(), k.c_str(), 0) == 0) picked.insert(k);
   }
   if (picked.empty()) {
     s.error = fmt::format(
@@ -373,11 +373,11 @@ void draw_timing(Model& m, const Ui& ui) {
       if (seen.insert(c.kernel_name()).second) s.kernels.push_back(c.kernel_name());
     }
     if (gpu) {
-      snprintf(s.shapes, sizeof s.shapes, "4096x4096,8192x8192,8192x28672");
+      s.shapes = "4096x4096,8192x8192,8192x28672";
       for (const auto& k : s.kernels)
         if (k.rfind("dequant/", 0) == 0) s.chosen.insert(k);
     } else {  // the CPU twin is slow: small shapes and the int4 -> fp16 family
-      snprintf(s.shapes, sizeof s.shapes, "256x1024,512x2048,1024x4096");
+      s.shapes = "256x1024,512x2048,1024x4096";
       for (const char* k : {"dequant/awq-int4-fp16", "dequant/ft-int4-fp16", "dequant/naive-int4-fp16"})
         s.chosen.insert(k);
     }
@@ -401,11 +401,11 @@ void draw_timing(Model& m, const Ui& ui) {
     }
   }
   if (auto v = scripted("timing.select")) {
-    snprintf(s.glob, sizeof s.glob, "%s", v->c_str());
+    s.glob = *v;
     select_matching(s, m);
   }
-  if (auto v = scripted("timing.shapes")) snprintf(s.shapes, sizeof s.shapes, "%s", v->c_str());
-  if (auto v = scripted("timing.batch")) snprintf(s.batch, sizeof s.batch, "%s", v->c_str());
+  if (auto v = scripted("timing.shapes")) s.shapes = *v;
+  if (auto v = scripted("timing.batch")) s.batch = *v;
   if (auto v = scripted("timing.gemm-rows")) s.gemm_rows = std::atoi(v->c_str());
   if (auto v = scripted("timing.ring")) s.ring = *v == "1";
   if (auto v = scripted("timing.warm")) s.cold = *v == "1" ? 0 : 1;
@@ -445,8 +445,8 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::TextUnformatted("Kernels");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(12 * em);
-    const bool entered = ImGui::InputTextWithHint("##glob", "a pattern, e.g. gemm/*", s.glob, sizeof s.glob,
-                                                  ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool entered =
+        text_input("##glob", &s.glob, ImGuiInputTextFlags_EnterReturnsTrue, "a pattern, e.g. gemm/*");
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
           "A pattern over the names, as bench --kernel takes: gemm/*, dequant/*-int4-*, *-bf16");
@@ -483,9 +483,9 @@ void draw_timing(Model& m, const Ui& ui) {
       return std::clamp(room, 6 * em, 16 * em);
     };
     ImGui::SetNextItemWidth(field_width("shapes NxK"));
-    ImGui::InputText("shapes NxK", s.shapes, sizeof s.shapes);
+    text_input("shapes NxK", &s.shapes);
     ImGui::SetNextItemWidth(field_width("rows of X (gemv / gemm)"));
-    ImGui::InputText("rows of X (gemv / gemm)", s.batch, sizeof s.batch);
+    text_input("rows of X (gemv / gemm)", &s.batch);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("M values, 1 to 256, separated by commas: e.g. 1,4,16");
     ImGui::BeginDisabled(!s.hopper && s.gemm_rows == 0);
     ImGui::SetNextItemWidth(8 * em);
@@ -620,7 +620,7 @@ void draw_timing(Model& m, const Ui& ui) {
   }
   if (tab("Export and compare", "compare")) {
     ImGui::SetNextItemWidth(24 * em);
-    ImGui::InputText("##csv", s.csv_path, sizeof s.csv_path);
+    text_input("##csv", &s.csv_path);
     ImGui::SameLine();
     const auto save = [&](const std::string& path, const std::string& text) {
       try {
@@ -634,7 +634,7 @@ void draw_timing(Model& m, const Ui& ui) {
     };
     if (ImGui::Button("Save CSV")) save(s.csv_path, front::bench_csv(rows));
     ImGui::SetNextItemWidth(24 * em);
-    ImGui::InputText("##json", s.json_path, sizeof s.json_path);
+    text_input("##json", &s.json_path);
     ImGui::SameLine();
     if (ImGui::Button("Save JSON"))
       save(s.json_path, front::bench_report_json(s.device, rows).dump(2) + "\n");
@@ -643,7 +643,7 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::TextUnformatted(
         "A/B: a saved run (A, a JSON file from the app or bench --json) against these results (B)");
     ImGui::SetNextItemWidth(24 * em);
-    ImGui::InputText("##cmp", s.compare_path, sizeof s.compare_path);
+    text_input("##cmp", &s.compare_path);
     ImGui::SameLine();
     if (ImGui::Button("Compare")) {
       try {
