@@ -244,6 +244,45 @@ TEST_CASE("text fields take text of any length: nothing past a buffer's end is c
   CHECK(long_decimal != svg_after("float", "float.hex=0x0000"));
 }
 
+TEST_CASE("script: a value a key does not take is refused with a sentence and the setting kept") {
+  const auto shows = [](const std::string& args, const std::string& sentence) {
+    const dql::test::GuiRun r = app("--screenshot " + tmp("x.png") + " --size 1280x800 " + args);
+    INFO(r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("the app shows: " + sentence) != std::string::npos);
+    return r.output;
+  };
+  // The step stays where the state token put it.
+  CHECK(shows("--state dql:awq-int4-fp16:0x76543210:step=2 --script \"stepper.step=abc\"",
+              "step 'abc' is not a whole number: give one from 0 to 9; the setting is kept")
+            .find("state dql:awq-int4-fp16:0x76543210:step=2") != std::string::npos);
+  CHECK(shows("--state dql:awq-int4-fp16:0x76543210:step=2 --script \"stepper.step=99999999999999999999\"",
+              "step '99999999999999999999' is out of range: give a whole number from 0 to 9")
+            .find("state dql:awq-int4-fp16:0x76543210:step=2") != std::string::npos);
+  shows("--view quant --script \"quant.group=99\"",
+        "quant.group '99' is not a choice it offers: give 32, 64, 128 or per channel; the setting is kept");
+  // The group of 64 is kept: K = 96 does not divide by it (per channel, which 99 used to give, would).
+  shows("--view quant --script \"quant.scheme=int4-sym;quant.group=64;quant.group=99;quant.shape=256x96\"",
+        "K = 96 does not divide by the group size 64");
+  shows("--view timing --script \"timing.timeout=abc\"",
+        "timing.timeout (seconds a case) 'abc' is not a number: give a decimal above 0");
+  shows("--view timing --script \"timing.timeout=0\"", "timing.timeout (seconds a case) '0' is out of range");
+  shows("--view timing --script \"timing.tab=graphs\"",
+        "timing.tab 'graphs' is not a choice it offers: give table, medians, sweep or compare");
+  shows("--view timing --script \"timing.kernels=dequant/none\"",
+        "timing.kernels: 'dequant/none' is not a kernel this view times");
+  shows("--view float --script \"float.magic=2000\"",
+        "the integer i '2000' is out of range: give a whole number from 0 to 1023");
+  shows("--view float --script \"float.format=fp64\"",
+        "float.format 'fp64' is not a choice it offers: give fp16, bf16, fp32 or fp8 e5m2");
+  shows("--view layouts --script \"layouts.bits=6\"",
+        "layouts.bits '6' is not a choice it offers: give 4 or 8");
+  shows("--view layouts --script \"layouts.element=1-5\"", "layouts.element '1-5' is not N,K");
+  shows("--view layouts --script \"layouts.element=9,1\"", "layouts.element's row N '9' is out of range");
+  shows("--view prmt --script \"prmt.mode=f5e\"",
+        "prmt.mode 'f5e' is not a choice it offers: give generic, f4e");
+}
+
 TEST_CASE("without a display: one line pointing to xvfb-run and the terminal commands, status 1") {
   const std::string log = tmp("nodisplay.txt");
   const std::string cmd =

@@ -117,6 +117,39 @@ Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_v
   return out;
 }
 
+Parsed<int64_t> parse_int(std::string_view text, std::string_view what, int64_t lo, int64_t hi) {
+  const std::string s(text);
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::out_of_range&) {
+    return fmt::format("{} '{}' is out of range: give a whole number from {} to {}", what, text, lo, hi);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (s.empty() || used != s.size()) {
+    return fmt::format("{} '{}' is not a whole number: give one from {} to {}", what, text, lo, hi);
+  }
+  if (v < lo || v > hi) {
+    return fmt::format("{} '{}' is out of range: give a whole number from {} to {}", what, text, lo, hi);
+  }
+  return static_cast<int64_t>(v);
+}
+
+Parsed<double> parse_positive(std::string_view text, std::string_view what, double hi) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double d = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() || std::isnan(d)) {
+    return fmt::format("{} '{}' is not a number: give a decimal above 0, such as 0.5 or 2", what, text);
+  }
+  if (!(d > 0.0) || d > hi) {
+    return fmt::format("{} '{}' is out of range: it must be above 0 and at most {}", what, text, hi);
+  }
+  return d;
+}
+
 Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what) {
   const std::string s(text);
   char* end = nullptr;

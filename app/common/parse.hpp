@@ -43,6 +43,13 @@ std::optional<recipes::OutType> out_type_named(std::string_view name);
 Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_view what, int64_t lo,
                                             int64_t hi);
 
+// One whole number from `lo` to `hi`; a number outside them (also one too long for 64 bits) is
+// called out of range, text that is no whole number is called so.
+Parsed<int64_t> parse_int(std::string_view text, std::string_view what, int64_t lo, int64_t hi);
+
+// A decimal number above 0 and at most `hi` (e.g. seconds of sampling).
+Parsed<double> parse_positive(std::string_view text, std::string_view what, double hi);
+
 // A finite, non-negative decimal number (e.g. a block's absmax).
 Parsed<float> parse_nonneg_float(std::string_view text, std::string_view what);
 

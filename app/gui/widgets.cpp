@@ -380,6 +380,20 @@ void script_push(std::string key, std::string value) {
 
 bool script_pending() { return !g_script.empty(); }
 
+std::optional<int> script_choice(Model& m, std::string_view key, std::string_view value,
+                                 std::initializer_list<std::string_view> names) {
+  int i = 0;
+  std::string list;
+  for (const std::string_view n : names) {
+    if (n == value) return i;
+    list += fmt::format("{}{}", i == 0 ? "" : i + 1 == static_cast<int>(names.size()) ? " or " : ", ", n);
+    ++i;
+  }
+  m.set_error(
+      fmt::format("{} '{}' is not a choice it offers: give {}; the setting is kept", key, value, list));
+  return std::nullopt;
+}
+
 std::optional<std::string> script_front_key() {
   if (g_script.empty()) return std::nullopt;
   return g_script.front().first;

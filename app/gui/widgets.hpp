@@ -10,9 +10,11 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "app/gui/model.hpp"
 #include "kernels/bits/float.hpp"
@@ -114,6 +116,19 @@ void script_push(std::string key, std::string value);
 bool script_pending();
 // The key of the first pending entry, if any.
 std::optional<std::string> script_front_key();
+// The index of `value` among `names` (what a script key takes, as the view's control offers it), or
+// nothing: then the model's error says that `key` does not take `value` and lists `names`, and the
+// caller keeps its setting.
+std::optional<int> script_choice(Model& m, std::string_view key, std::string_view value,
+                                 std::initializer_list<std::string_view> names);
+// A script value parsed by `parse` (the app/common/parse.hpp functions): the value, or nothing with
+// the parser's sentence as the model's error (the caller keeps its setting).
+template <class T>
+std::optional<T> script_value(Model& m, std::variant<T, std::string> parsed) {
+  if (auto* v = std::get_if<T>(&parsed)) return *v;
+  m.set_error(std::get<std::string>(parsed) + "; the setting is kept");
+  return std::nullopt;
+}
 
 // Shortest decimal that reads back exactly ("-0", "inf", "nan" included).
 std::string number_text(double v);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "app/common/parse.hpp"
 #include "app/gui/model.hpp"
 #include "app/gui/widgets.hpp"
 #include "kernels/bits/arith.hpp"
@@ -127,7 +128,7 @@ void special_buttons(uint32_t* v, bits::FloatFormat f) {
   }
 }
 
-void magic_demo(const Ui& ui) {
+void magic_demo(Model& m, const Ui& ui) {
   ImGui::TextUnformatted("The magic number: OR an integer into 0x6400 (fp16 1024.0), then subtract 1024");
   dim_text(
       "In [1024, 2048) fp16 values are 1 apart, so the 10 mantissa bits of 0x6400 hold an integer "
@@ -143,8 +144,8 @@ void magic_demo(const Ui& ui) {
     }
   }
   if (auto s = scripted("float.magic")) {
-    const int v = std::atoi(s->c_str());
-    if (v >= 0 && v <= 1023) g.magic_i = v;
+    if (auto v = script_value(m, front::parse_int(*s, "the integer i", 0, 1023)))
+      g.magic_i = static_cast<int>(*v);
   }
   const uint32_t ii = static_cast<uint32_t>(g.magic_i);
   const uint32_t ored = bits::soft_lop3(0x6400u, ii, 0u, bits::kLop3A | bits::kLop3B) & 0xFFFFu;  // a | b
@@ -176,9 +177,9 @@ void draw_float(Model& m, const Ui& ui) {
     ImGui::RadioButton(kFormats[i].name, &g.format, i);
   }
   if (auto s = scripted("float.format")) {
-    for (int i = 0; i < 4; ++i) {
-      if (*s == kFormats[i].name) g.format = i;
-    }
+    if (auto i = script_choice(m, "float.format", *s,
+                               {kFormats[0].name, kFormats[1].name, kFormats[2].name, kFormats[3].name}))
+      g.format = *i;
   }
   const bits::FloatFormat f = kFormats[g.format].f;
   const int width = bits::fmt_width(f);
@@ -289,7 +290,7 @@ void draw_float(Model& m, const Ui& ui) {
     }
   }
   ImGui::Separator();
-  magic_demo(ui);
+  magic_demo(m, ui);
 }
 
 }  // namespace dql::gui

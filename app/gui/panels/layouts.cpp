@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/common/parse.hpp"
 #include "app/gui/model.hpp"
 #include "app/gui/panels/heatmap.hpp"
 #include "app/gui/widgets.hpp"
@@ -187,16 +188,27 @@ void draw_layouts(Model& m, const Ui& ui) {
 
   // Test and figure scripts: "layouts.bits=8", "layouts.tab=tile|register|rows|columns",
   // "layouts.element=N,K" (pins element (n, k) of the tile).
-  if (auto v = scripted("layouts.bits")) s.bits = *v == "8" ? 8 : 4;
+  if (auto v = scripted("layouts.bits")) {
+    if (auto i = script_choice(m, "layouts.bits", *v, {"4", "8"})) s.bits = *i == 0 ? 4 : 8;
+  }
   if (auto v = scripted("layouts.tab")) {
-    s.open_tab = *v == "register" ? kRegister : *v == "rows" ? kRows : *v == "columns" ? kColumns : kTile;
+    // In the order of enum Tab.
+    if (auto i = script_choice(m, "layouts.tab", *v, {"register", "rows", "columns", "tile"}))
+      s.open_tab = static_cast<Tab>(*i);
   }
   if (auto v = scripted("layouts.element")) {
     const size_t comma = v->find(',');
-    if (comma != std::string::npos) {
-      const int n = std::atoi(v->substr(0, comma).c_str()), k = std::atoi(v->substr(comma + 1).c_str());
-      if (n >= 0 && n < FtGeometry{s.bits}.interleave() && k >= 0 && k < kTileRows)
-        s.pinned = n * kTileRows + k;
+    const int il_now = FtGeometry{s.bits}.interleave();
+    if (comma == std::string::npos) {
+      m.set_error(
+          fmt::format("layouts.element '{}' is not N,K: give a row from 0 to {} and a column from 0 to {}, "
+                      "e.g. 1,5; the setting is kept",
+                      *v, il_now - 1, kTileRows - 1));
+    } else if (auto n = script_value(
+                   m, front::parse_int(v->substr(0, comma), "layouts.element's row N", 0, il_now - 1))) {
+      if (auto k = script_value(
+              m, front::parse_int(v->substr(comma + 1), "layouts.element's column K", 0, kTileRows - 1)))
+        s.pinned = static_cast<int>(*n) * kTileRows + static_cast<int>(*k);
     }
   }
 

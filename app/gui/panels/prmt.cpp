@@ -80,9 +80,9 @@ void draw_prmt(Model& m, const Ui& ui) {
   if (ImGui::Combo("mode", &mode, kModes, IM_ARRAYSIZE(kModes)))
     m.prmt_mode = static_cast<bits::PrmtMode>(mode);
   if (auto s = scripted("prmt.mode")) {
-    for (int i = 0; i < IM_ARRAYSIZE(kModes); ++i) {
-      if (*s == kModes[i]) m.prmt_mode = static_cast<bits::PrmtMode>(i);
-    }
+    if (auto i = script_choice(m, "prmt.mode", *s,
+                               {kModes[0], kModes[1], kModes[2], kModes[3], kModes[4], kModes[5], kModes[6]}))
+      m.prmt_mode = static_cast<bits::PrmtMode>(*i);
   }
   ImGui::SameLine();
   if (ImGui::Button("identity example")) {

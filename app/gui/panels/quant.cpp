@@ -315,20 +315,24 @@ void draw_quant(Model& m, const Ui& ui) {
     if (!s.backend) s.backend = std::shared_ptr<Backend>(make_cpu_backend());
   }
 
-  // Test and figure scripts: "quant.scheme=int8-sym|int4-sym|int4-asym|nf4", "quant.group=32|64|128|channel",
-  // "quant.blocksize=64", "quant.shape=NxK", "quant.npy=PATH".
+  // Test and figure scripts: "quant.scheme=int8-sym|int4-sym|int4-asym|nf4", "quant.group=32|64|128|per
+  // channel", "quant.blocksize=64", "quant.shape=NxK", "quant.npy=PATH".
   if (auto v = scripted("quant.scheme")) {
-    const char* names[] = {"int8-sym", "int4-sym", "int4-asym", "nf4"};
-    for (int i = 0; i < 4; ++i)
-      if (*v == names[i]) s.scheme = i, s.layout_choice = 0, s.recipe_choice = 0, s.dirty = true;
+    if (auto i = script_choice(m, "quant.scheme", *v, {"int8-sym", "int4-sym", "int4-asym", "nf4"}))
+      s.scheme = *i, s.layout_choice = 0, s.recipe_choice = 0, s.dirty = true;
   }
-  if (auto v = scripted("quant.group")) {
-    s.group_choice = *v == "32" ? 0 : *v == "64" ? 1 : *v == "128" ? 2 : 3;
-    s.dirty = true;
+  if (auto v = scripted("quant.group")) {  // the group combo's entries, in its order
+    if (auto i = script_choice(m, "quant.group", *v, {"32", "64", "128", "per channel"})) {
+      s.group_choice = *i;
+      s.dirty = true;
+    }
   }
-  if (auto v = scripted("quant.blocksize")) {
-    for (int l = 5; l <= 12; ++l)
-      if (*v == std::to_string(1 << l)) s.blocksize_log2 = l, s.dirty = true;
+  if (auto v = scripted("quant.blocksize")) {  // the blocksize combo's entries: 32 to 4096
+    if (auto i = script_choice(m, "quant.blocksize", *v,
+                               {"32", "64", "128", "256", "512", "1024", "2048", "4096"})) {
+      s.blocksize_log2 = *i + 5;
+      s.dirty = true;
+    }
   }
   if (auto v = scripted("quant.shape")) {
     s.shape = *v;

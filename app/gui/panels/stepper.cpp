@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "app/common/parse.hpp"
 #include "app/gui/model.hpp"
 #include "app/gui/widgets.hpp"
 #include "kernels/bits/float.hpp"
@@ -254,12 +255,7 @@ void draw_transport(Model& m, const Ui& ui) {
   ImGui::SetNextItemWidth(8.0f * ui.em);
   ImGui::SliderFloat("steps/s", &m.steps_per_second, 0.5f, 10.0f, "%.1f");
   if (auto s = scripted("stepper.step")) {
-    const int v = std::atoi(s->c_str());
-    if (v >= 0 && v <= last) {
-      m.step = v;
-    } else {
-      m.set_error(fmt::format("step {} is outside 0 to {}", *s, last));
-    }
+    if (auto v = script_value(m, front::parse_int(*s, "step", 0, last))) m.step = static_cast<int>(*v);
   }
 }
 

@@ -391,13 +391,23 @@ void draw_timing(Model& m, const Ui& ui) {
   // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
   // "timing.save-json=PATH" (below).
   if (auto v = scripted("timing.kernels")) {
-    s.chosen.clear();
-    size_t at = 0;
-    while (at <= v->size()) {
-      const size_t comma = v->find(',', at);
-      s.chosen.insert(v->substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-      if (comma == std::string::npos) break;
-      at = comma + 1;
+    std::set<std::string> picked;
+    std::string unknown;
+    for (const std::string& k : front::split_commas(*v)) {
+      if (std::find(s.kernels.begin(), s.kernels.end(), k) == s.kernels.end()) {
+        if (unknown.empty()) unknown = k;
+      } else {
+        picked.insert(k);
+      }
+    }
+    if (!unknown.empty()) {
+      s.error = fmt::format(
+          "timing.kernels: '{}' is not a kernel this view times: names look like dequant/ft-int4-fp16, "
+          "quant/int4-sym, permute/int4-fwd, gemv/w4a16-ft-fp16 and gemm/w4a16-ft-fp16; the choice is kept",
+          unknown);
+      m.set_error(s.error);
+    } else {
+      s.chosen = std::move(picked);
     }
   }
   if (auto v = scripted("timing.select")) {
@@ -406,11 +416,25 @@ void draw_timing(Model& m, const Ui& ui) {
   }
   if (auto v = scripted("timing.shapes")) s.shapes = *v;
   if (auto v = scripted("timing.batch")) s.batch = *v;
-  if (auto v = scripted("timing.gemm-rows")) s.gemm_rows = std::atoi(v->c_str());
-  if (auto v = scripted("timing.ring")) s.ring = *v == "1";
-  if (auto v = scripted("timing.warm")) s.cold = *v == "1" ? 0 : 1;
-  if (auto v = scripted("timing.timeout")) s.timeout_s = static_cast<float>(std::atof(v->c_str()));
-  if (auto v = scripted("timing.tab")) s.open_tab = *v;
+  // Values these keys do not take are refused with a sentence and the setting kept. GEMM rows a block
+  // are checked further (a multiple of 16 from 48) when the run starts, as the field's are.
+  if (auto v = scripted("timing.gemm-rows")) {
+    if (auto r = script_value(m, front::parse_int(*v, "timing.gemm-rows", 0, 256)))
+      s.gemm_rows = static_cast<int>(*r);
+  }
+  if (auto v = scripted("timing.ring")) {
+    if (auto i = script_choice(m, "timing.ring", *v, {"0", "1"})) s.ring = *i == 1;
+  }
+  if (auto v = scripted("timing.warm")) {
+    if (auto i = script_choice(m, "timing.warm", *v, {"0", "1"})) s.cold = *i == 1 ? 0 : 1;
+  }
+  if (auto v = scripted("timing.timeout")) {
+    if (auto t = script_value(m, front::parse_positive(*v, "timing.timeout (seconds a case)", 3600)))
+      s.timeout_s = static_cast<float>(*t);
+  }
+  if (auto v = scripted("timing.tab")) {
+    if (script_choice(m, "timing.tab", *v, {"table", "medians", "sweep", "compare"})) s.open_tab = *v;
+  }
   if (scripted("timing.run") && !s.job.valid()) start(s, m);
   // A screenshot waits for the run under way (the shell waits while script keys are pending).
   scripted("timing.running");
