@@ -244,6 +244,23 @@ TEST_CASE("text fields take text of any length: nothing past a buffer's end is c
   CHECK(long_decimal != svg_after("float", "float.hex=0x0000"));
 }
 
+TEST_CASE("float view: NaN and infinities typed in the decimal field, in any case, are their patterns") {
+  // The view shows fp16 / bf16 / fp32 / fp8 patterns, NaN and infinities among them (it has buttons for
+  // them): nan, NaN, Inf and -nan are taken as inf and nan always were.
+  const std::string nan = svg_after("float", "float.hex=0x7fff");
+  CHECK(svg_after("float", "float.decimal=NaN") == nan);
+  CHECK(svg_after("float", "float.decimal=nan") == nan);
+  CHECK(svg_after("float", "float.decimal=NAN") == nan);
+  CHECK(svg_after("float", "float.decimal=-nan") == svg_after("float", "float.hex=0xffff"));
+  CHECK(svg_after("float", "float.decimal=Inf") == svg_after("float", "float.hex=0x7c00"));
+  CHECK(svg_after("float", "float.decimal=-Infinity") == svg_after("float", "float.hex=0xfc00"));
+  CHECK(nan != svg_after("float", "float.hex=0x7c00"));
+  const dql::test::GuiRun bad =
+      app("--screenshot " + tmp("x.png") + " --view float --script \"float.decimal=nan(12)\"");
+  CHECK(bad.output.find("'nan(12)' is not a decimal number: type e.g. 1024, -0.5, 6.1e-5, inf or nan") !=
+        std::string::npos);
+}
+
 TEST_CASE("script: a value a key does not take is refused with a sentence and the setting kept") {
   const auto shows = [](const std::string& args, const std::string& sentence) {
     const dql::test::GuiRun r = app("--screenshot " + tmp("x.png") + " --size 1280x800 " + args);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -55,13 +56,15 @@ bool from_decimal(const std::string& text, bits::FloatFormat f, uint32_t* out, s
   while (!t.empty() && t.back() == ' ') t.pop_back();
   while (!t.empty() && t.front() == ' ') t.erase(0, 1);
   const bool neg = !t.empty() && t[0] == '-';
-  const std::string body = neg ? t.substr(1) : t;
+  std::string body = (neg || (!t.empty() && t[0] == '+')) ? t.substr(1) : t;
+  // Infinities and NaN are patterns of every format here, spelt in any case (inf, Inf, NaN, NAN).
+  for (char& c : body) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (body == "inf" || body == "infinity") {
     *out = (neg ? bits::fmt_sign_bit(f) : 0u) | bits::fmt_inf(f);
     return true;
   }
-  if (body == "nan") {
-    *out = bits::fmt_canonical_nan(f);
+  if (body == "nan") {  // the format's canonical quiet NaN; -nan sets its sign bit
+    *out = (neg ? bits::fmt_sign_bit(f) : 0u) | bits::fmt_canonical_nan(f);
     return true;
   }
   char* end = nullptr;
