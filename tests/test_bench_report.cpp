@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "app/common/bench_report.hpp"
+#include "app/common/parse.hpp"
 #include "kernels/bench/engine.hpp"
 
 using namespace dql;
@@ -195,4 +196,37 @@ TEST_CASE("bench report: A/B comparison verdicts and bad files") {
   CHECK(front::load_bench_json(bad)["rows"].size() == 1);  // a noise written as null (NaN) is read as none
   CHECK_THROWS_AS(front::write_report_file((dir / "no/such/dir.csv").string(), "x"), Error);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("parsing numbers: too long for 64 bits is out of range, not 'not a whole number'") {
+  const auto sentence = [](const auto& parsed) { return std::get<std::string>(parsed); };
+  CHECK(std::get<int64_t>(front::parse_int("12", "the step", 0, 20)) == 12);
+  CHECK(sentence(front::parse_int("99999999999999999999", "the step", 0, 20)) ==
+        "the step '99999999999999999999' is out of range: give a whole number from 0 to 20");
+  CHECK(sentence(front::parse_int("21", "the step", 0, 20)) ==
+        "the step '21' is out of range: give a whole number from 0 to 20");
+  CHECK(sentence(front::parse_int("abc", "the step", 0, 20)) ==
+        "the step 'abc' is not a whole number: give one from 0 to 20");
+  CHECK(sentence(front::parse_int("", "the step", 0, 20)) ==
+        "the step '' is not a whole number: give one from 0 to 20");
+  CHECK(sentence(front::parse_int("3.5", "the step", 0, 20)) ==
+        "the step '3.5' is not a whole number: give one from 0 to 20");
+  CHECK(
+      sentence(front::parse_int_list("1,99999999999999999999", "rows of X", 1, 256)) ==
+      "rows of X '1,99999999999999999999': 99999999999999999999 is out of range; each number must be from 1 "
+      "to 256");
+  CHECK(sentence(front::parse_shape("99999999999999999999x4", "the shape")).find("too large for 64 bits") !=
+        std::string::npos);
+  CHECK(std::get<double>(front::parse_positive("0.25", "the timeout", 60)) == 0.25);
+  for (const char* bad : {"0", "-1", "61", "inf"}) {
+    CAPTURE(bad);
+    CHECK(sentence(front::parse_positive(bad, "the timeout", 60))
+              .find("is out of range: it must be above 0 "
+                    "and at most 60") != std::string::npos);
+  }
+  for (const char* bad : {"abc", "nan", ""}) {
+    CAPTURE(bad);
+    CHECK(sentence(front::parse_positive(bad, "the timeout", 60)).find("is not a number") !=
+          std::string::npos);
+  }
 }

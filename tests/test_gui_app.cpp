@@ -192,6 +192,14 @@ TEST_CASE("command line: bad options and state tokens are refused with a sentenc
   r = app("--screenshot " + tmp("x.png") + " --state dql:awq-int4-fp16:0x1:step=99");
   CHECK(r.status == 2);
   CHECK(r.output.find("past the end") != std::string::npos);
+  r = app("--screenshot " + tmp("x.png") + " --state dql:awq-int4-fp16:0x1:step=99999999999999999999");
+  CHECK(r.status == 2);
+  CHECK(
+      r.output.find("the state token's step '99999999999999999999' is out of range: awq-int4-fp16 has steps "
+                    "0 to 9") != std::string::npos);
+  r = app("--screenshot " + tmp("x.png") + " --state dql:awq-int4-fp16:0x1:step=two");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("the state token's step 'two' is not a whole number") != std::string::npos);
   r = app("--screenshot " + tmp("x.png") + " --size 12x");
   CHECK(r.status == 2);
   r = app("--screenshot " + tmp("x.png") + " --size 4294969216x4294968376");  // %d would wrap to 1920x1080

@@ -128,6 +128,15 @@ TEST_CASE("malformed state tokens are refused with a sentence and change nothing
   CHECK(m.restore(before, &why));
   CHECK_FALSE(m.restore("dql:awq-int4-fp16:0x76543210:step=9999", &why));
   CHECK(why.find("past the end") != std::string::npos);
+  // A step too long for any integer is out of range, and the range is said.
+  CHECK_FALSE(m.restore("dql:awq-int4-fp16:0x76543210:step=99999999999999999999", &why));
+  CHECK(why ==
+        "the state token's step '99999999999999999999' is out of range: awq-int4-fp16 has steps 0 to 9");
+  CHECK_FALSE(m.restore("dql:awq-int4-fp16:0x76543210:step=-1", &why));
+  CHECK(why == "the state token's step '-1' is out of range: awq-int4-fp16 has steps 0 to 9");
+  CHECK_FALSE(m.restore("dql:awq-int4-fp16:0x76543210:step=2x", &why));
+  CHECK(why == "the state token's step '2x' is not a whole number: awq-int4-fp16 has steps 0 to 9");
+  CHECK(m.token() == before);
   CHECK_FALSE(m.restore("dql:nope:0x1:step=1", &why));
   CHECK(why.find("awq-int4-fp16") != std::string::npos);  // lists what is accepted
 }

@@ -56,6 +56,10 @@ Parsed<std::pair<int64_t, int64_t>> parse_shape(std::string_view text, std::stri
                          text);
     }
     return std::pair<int64_t, int64_t>{n, k};
+  } catch (const std::out_of_range&) {
+    return fmt::format(
+        "{} '{}' has a size too large for 64 bits: N and K are positive whole numbers with N x K below 2^59",
+        what, text);
   } catch (const std::exception&) {
     return fmt::format("{} '{}' is not a shape: write NxK with positive integers, e.g. 4096x4096", what,
                        text);
@@ -97,10 +101,18 @@ Parsed<std::vector<int64_t>> parse_int_list(std::string_view text, std::string_v
   for (const std::string& one : split_commas(text)) {
     size_t used = 0;
     long long v = 0;
+    bool too_long = false;
     try {
       v = std::stoll(one, &used);
+    } catch (const std::out_of_range&) {
+      too_long = true;
+      used = one.size();
     } catch (const std::exception&) {
       used = 0;
+    }
+    if (too_long) {
+      return fmt::format("{} '{}': {} is out of range; each number must be from {} to {}", what, text, one,
+                         lo, hi);
     }
     if (one.empty() || used != one.size()) {
       return fmt::format(

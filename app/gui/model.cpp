@@ -184,10 +184,17 @@ bool Model::restore(std::string_view text, std::string* why) {
       return fail(fmt::format("'{}' in the state token is not KEY=VALUE: expected {}", p, kTokenShape));
     }
     if (key == "step") {
+      const size_t last = recipes::trace_recipe(info->spec->id, in).steps.size() - 1;
       int v = -1;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-      if (ec != std::errc() || end != value.data() + value.size() || v < 0) {
-        return fail(fmt::format("the state token's step '{}' is not a whole number 0 or more", value));
+      const bool digits = end == value.data() + value.size();
+      if (digits && (ec == std::errc::result_out_of_range || (ec == std::errc() && v < 0))) {
+        return fail(fmt::format("the state token's step '{}' is out of range: {} has steps 0 to {}", value,
+                                info->spec->name, last));
+      }
+      if (ec != std::errc() || !digits) {
+        return fail(fmt::format("the state token's step '{}' is not a whole number: {} has steps 0 to {}",
+                                value, info->spec->name, last));
       }
       new_step = v;
     } else if (key == "view") {
