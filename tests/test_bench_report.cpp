@@ -194,7 +194,19 @@ TEST_CASE("bench report: A/B comparison verdicts and bad files") {
   front::write_report_file(bad,
                            R"({"rows": [{"kernel": "k", "shape": "s", "median_us": 1, "noise": null}]})");
   CHECK(front::load_bench_json(bad)["rows"].size() == 1);  // a noise written as null (NaN) is read as none
-  CHECK_THROWS_AS(front::write_report_file((dir / "no/such/dir.csv").string(), "x"), Error);
+  const std::string missing = (dir / "no/such/dir.csv").string();
+  CHECK_THROWS_WITH_AS(front::write_report_file(missing, "x"),
+                       ("cannot write '" + missing + "': the folder '" + (dir / "no/such").string() +
+                        "' does not exist; give a file in an existing folder")
+                           .c_str(),
+                       Error);
+  // A folder where a file is meant: said as such (it used to be "check the folder exists").
+  CHECK_THROWS_WITH_AS(front::write_report_file(dir.string(), "x"),
+                       ("'" + dir.string() +
+                        "' is a folder: give the path of a file to write the results to (a new name inside "
+                        "it will do)")
+                           .c_str(),
+                       Error);
   std::filesystem::remove_all(dir);
 }
 

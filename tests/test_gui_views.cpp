@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -135,6 +136,19 @@ TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it 
   CHECK(shape.status == 0);
   CHECK(shape.output.find(
             "dequant/awq-int4-fp16 at 64x100 g128: K = 100 does not divide by the group size 128") !=
+        std::string::npos);
+  // Saving onto a folder says that a file path is needed.
+  const std::string dir = tmp("a-folder");
+  std::filesystem::create_directories(dir);
+  const Outcome folder =
+      screenshot("timing",
+                 "timing.kernels=dequant/awq-int4-fp16;timing.shapes=64x128;timing.warm=1;timing.timeout=0.1;"
+                 "timing.run=1;timing.save-json=" +
+                     dir);
+  INFO(folder.output);
+  CHECK(folder.status == 0);
+  CHECK(folder.output.find("the app shows: '" + dir +
+                           "' is a folder: give the path of a file to write the results to") !=
         std::string::npos);
   // A list of shapes longer than any fixed field: the last one (after 300 spaces) is timed too.
   const std::string long_json = tmp("bench-long.json");

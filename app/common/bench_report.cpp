@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 namespace dql::front {
@@ -74,9 +75,25 @@ std::string bench_csv(const std::vector<BenchRow>& rows) {
 }
 
 void write_report_file(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) {
+    throw Error(fmt::format(
+        "'{}' is a folder: give the path of a file to write the results to (a new name inside it will do)",
+        path));
+  }
   std::ofstream f(path);
   if (f) f << text;
-  if (!f) throw Error(fmt::format("cannot write '{}': check the folder exists and is writable", path));
+  if (f) return;
+  const fs::path folder = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  if (!fs::is_directory(folder, ec)) {
+    throw Error(
+        fmt::format("cannot write '{}': the folder '{}' does not exist; give a file in an existing folder",
+                    path, folder.string()));
+  }
+  throw Error(fmt::format("cannot write '{}': the folder '{}' is not writable, or the disk is full", path,
+                          folder.string()));
 }
 
 nlohmann::json load_bench_json(const std::string& path) {
