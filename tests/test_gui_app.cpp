@@ -308,6 +308,21 @@ TEST_CASE("script: a value a key does not take is refused with a sentence and th
         "prmt.mode 'f5e' is not a choice it offers: give generic, f4e");
 }
 
+TEST_CASE("SASS view: a filter that matches no kernel says so and what the filter matches") {
+  const dql::test::GuiRun r = app("--screenshot " + tmp("sass.png") +
+                                  " --size 1280x800 --view sass --script \"sass.filter=zz_none\"");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  if (r.output.find("SASS is not available in this build") != std::string::npos) {
+    // A build without cuobjdump: the key is answered with the reason rather than waited for.
+    CHECK(r.output.find("sass.filter has no listing to act on") != std::string::npos);
+  } else {
+    CHECK(r.output.find("the app shows: no kernel matches the filter 'zz_none': it matches kernel names") !=
+          std::string::npos);
+    CHECK(r.output.find("and bench names (e.g. dequant/awq-int4-fp16)") != std::string::npos);
+  }
+}
+
 TEST_CASE("without a display: one line pointing to xvfb-run and the terminal commands, status 1") {
   const std::string log = tmp("nodisplay.txt");
   const std::string cmd =

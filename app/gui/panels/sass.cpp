@@ -68,6 +68,7 @@ struct SassState {
   size_t text_cols = 0;         // the longest instruction text of `lines`, in characters
   std::string filter = "dequant";  // the kernels the recipes are in; cleared for every kernel
   std::string gpu_note;         // why the GPU's architecture is not the one shown
+  std::string unmatched;        // the last filter found to match no kernel (said once, not every frame)
   bool chose_arch = false;
   // An architecture's listing is unpacked and parsed once, off the frame's thread (a second or
   // more for the largest): `loading` is in flight for `loading_arch`.
@@ -129,6 +130,16 @@ bool build_rows(const Model& m) {
   return true;
 }
 
+// What the filter is matched against, for the sentence shown when it matches nothing.
+std::string no_match_sentence(const std::string& filter) {
+  return fmt::format(
+      "no kernel matches the filter '{}': it matches kernel names (e.g. {}) and bench names (e.g. "
+      "dequant/awq-int4-fp16); * and ? stand for any text or one character, and text without them may "
+      "appear anywhere in the name. Clear the filter to list all {} kernels of {}.",
+      filter, g.rows.empty() ? std::string("dequant_plain_kernel<awq-int4-fp16, 8>") : g.rows.front().f->name,
+      g.rows.size(), g.arch);
+}
+
 bool filter_match(const std::string& name, const std::string& bench) {
   std::string p = g.filter;
   if (p.empty()) return true;
@@ -147,7 +158,7 @@ std::vector<const BenchRow*> bench_rows_of(const Model& m, const std::string& be
 
 // Drawn as text at column offsets over one clipped list of rows (an ImGui table of this size
 // costs several milliseconds a frame on a software renderer).
-void draw_kernel_list(const Model& m, const Ui& ui) {
+void draw_kernel_list(Model& m, const Ui& ui) {
   const bool timed = !m.bench_rows.empty();
   const float em = ui.em, num_w = 3.4f * em, time_w = 4.6f * em;
   const int nums = 2 + static_cast<int>(std::size(kShown));  // instrs, the classes, /elem
@@ -177,6 +188,18 @@ void draw_kernel_list(const Model& m, const Ui& ui) {
   shown.reserve(g.rows.size());
   for (size_t i = 0; i < g.rows.size(); ++i)
     if (filter_match(g.rows[i].f->name, g.rows[i].f->bench)) shown.push_back(i);
+  if (shown.empty() && !g.rows.empty()) {
+    const std::string sentence = no_match_sentence(g.filter);
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextColored(palette::to_vec4(palette::kBad), "%s", sentence.c_str());
+    ImGui::PopTextWrapPos();
+    if (g.unmatched != g.filter) {  // the status bar too, once for each filter that matches nothing
+      g.unmatched = g.filter;
+      m.set_error(sentence);
+    }
+    return;
+  }
+  g.unmatched.clear();
   ImGui::BeginChild("rows", ImVec2(0, 0), false);
   dl = ImGui::GetWindowDrawList();
   ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, 0.0f));
@@ -401,6 +424,11 @@ void draw_sass(Model& m, const Ui& ui) {
   if (sass::embedded().empty()) {
     ImGui::TextWrapped("%s", std::string(sass::unavailable_reason()).c_str());
     ImGui::TextDisabled("The other views do not need it.");
+    // A script's keys for the listing are answered with the reason rather than waited for.
+    for (const char* key : {"sass.filter", "sass.kernel"}) {
+      if (scripted(key))
+        m.set_error(fmt::format("{} has no listing to act on: {}", key, sass::unavailable_reason()));
+    }
     return;
   }
   choose_arch(m);
@@ -441,11 +469,18 @@ void draw_sass(Model& m, const Ui& ui) {
     return;
   }
   if (auto s = scripted("sass.kernel")) {
-    for (size_t i = 0; i < g.rows.size(); ++i) {
+    bool found = false;
+    for (size_t i = 0; i < g.rows.size() && !found; ++i) {
       if (sass::glob_match(*s, g.rows[i].f->name) || sass::glob_match(*s, g.rows[i].f->bench)) {
         g.selected = static_cast<int>(i);
-        break;
+        found = true;
       }
+    }
+    if (!found) {
+      m.set_error(
+          fmt::format("no kernel of {} is called '{}': give a kernel name (e.g. {}) or a bench name (e.g. "
+                      "dequant/awq-int4-fp16), * and ? as wildcards; the selection is kept",
+                      g.arch, *s, g.rows.front().f->name));
     }
   }
 
