@@ -200,6 +200,10 @@ TEST_CASE("command line: bad options and state tokens are refused with a sentenc
   r = app("--screenshot " + tmp("x.png") + " --state dql:awq-int4-fp16:0x1:step=two");
   CHECK(r.status == 2);
   CHECK(r.output.find("the state token's step 'two' is not a whole number") != std::string::npos);
+  // --frame-report counts frames: 0 is refused before any window opens (it used to open the app).
+  r = app("--frame-report 0");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--frame-report 0: give the number of frames to time, 1 or more") != std::string::npos);
   r = app("--screenshot " + tmp("x.png") + " --size 12x");
   CHECK(r.status == 2);
   r = app("--screenshot " + tmp("x.png") + " --size 4294969216x4294968376");  // %d would wrap to 1920x1080

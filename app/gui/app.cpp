@@ -402,8 +402,9 @@ int run_gui(const GuiOptions& opt) {
     std::fprintf(stderr, "dequant-lab: --script: %s\n", why.c_str());
     return 2;
   }
-  if (opt.frame_report < 0) {
-    std::fprintf(stderr, "dequant-lab: --frame-report takes a number of frames, 1 or more\n");
+  if (opt.frame_report < 0 || (opt.frame_report_given && opt.frame_report < 1)) {
+    std::fprintf(stderr, "dequant-lab: --frame-report %d: give the number of frames to time, 1 or more\n",
+                 opt.frame_report);
     return 2;
   }
 

@@ -10,7 +10,8 @@ struct GuiOptions {
   std::string view;        // the view to open (kViewNames)
   std::string size;        // "WxH" window size
   std::string state;       // a state token to restore
-  int frame_report = 0;    // render N frames, print {"frames","median_ms","p95_ms"}, exit
+  int frame_report = 0;    // render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit
+  bool frame_report_given = false;  // --frame-report was given: a count below 1 is refused
   std::string script;      // for tests: "key=value;key=value" typed into the views in order
 };
 
