@@ -326,7 +326,7 @@ TEST_CASE("gemv epilogue: bias, relu and clamp") {
   CHECK(run(gemv_args(q, d + "/x.npy", d + "/yc2.npy", "--clamp -1,1 --act silu")).status == 0);
 }
 
-TEST_CASE("gemv: the format comes from the files; a second quant into the folder replaces the first") {
+TEST_CASE("gemv: the format comes from the files, and a second quant into the folder replaces the first") {
   const std::string d = tmp("mixed");
   write_inputs(d);
   const std::string q = d + "/q";

@@ -89,7 +89,7 @@ TEST_CASE("FT layout: the maps are inverse bijections and match the published or
   CHECK(layouts::ft_source(g8, 16, 0, 128).n == 1);
 }
 
-TEST_CASE("permute: forward then inverse is the identity; the bias is +8 / +128") {
+TEST_CASE("permute: forward then inverse is the identity, and the bias is +8 / +128") {
   auto cpu = make_cpu_backend();
   for (int bits : {4, 8}) {
     const int64_t n = 12, k = 192;

@@ -81,7 +81,8 @@ TEST_CASE("every view renders something that is not blank") {
   }
 }
 
-TEST_CASE("stepper: the input register's nibbles in the 8 element hues; the outputs match the reference") {
+TEST_CASE(
+    "stepper: the input register's nibbles in the 8 element hues, and the outputs match the reference") {
   const Image im = shot("stepper-hues", "--state dql:awq-int4-fp16:0xffffffff:step=0");
   // All bits set: every nibble is drawn in its element's full hue.
   for (uint32_t c : kElement) CHECK(im.has(c));

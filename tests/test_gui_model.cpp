@@ -224,7 +224,7 @@ TEST_CASE("exact decimal expansion of float patterns") {
   CHECK(dql::gui::number_text(0.1) == "0.1");
 }
 
-TEST_CASE("script: items in order; an item that is not key=value or a key no view takes is refused") {
+TEST_CASE("script: items in order, and an item that is not key=value or a key no view takes is refused") {
   using dql::gui::parse_script;
   using dql::gui::ScriptItem;
   std::vector<ScriptItem> items;

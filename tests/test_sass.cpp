@@ -73,7 +73,7 @@ TEST_CASE("parse: kernels, architecture and names from cuobjdump's listing") {
   CHECK(cut.instrs[0].text() == "LDC R1, c[0x0][0x28]");
 }
 
-TEST_CASE("parse_instr: guard, opcode, operands; lines that are not instructions") {
+TEST_CASE("parse_instr: guard, opcode, operands, and lines that are not instructions") {
   const auto st =
       instr("        /*0a10*/               @!P2 STG.E.EF.128 desc[UR8][R28.64], R12 ;   /* 0x0000 */");
   CHECK(st.address == 0xa10);
@@ -138,7 +138,7 @@ TEST_CASE("LOP3.LUT: the lut byte and a smallest expression that parses back to 
   CHECK(seen >= 16);
 }
 
-TEST_CASE("PRMT: Rd, Ra, sel, Rb; the bytes the selector picks agree with the engine's prmt") {
+TEST_CASE("PRMT: Rd, Ra, sel, Rb, and the bytes the selector picks agree with the engine's prmt") {
   const auto in = instr("/*08e0*/ PRMT R13, R17, 0x4040, RZ ;");
   REQUIRE(in.prmt.has_value());
   CHECK(in.prmt->immediate);
