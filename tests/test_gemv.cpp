@@ -911,11 +911,13 @@ TEST_CASE("gemv split: the online path's slices of K, by the shape alone") {
 }
 
 TEST_CASE("gemv split: AWQ at 1-16 rows on the lane form, columns of channels by rows of runs of steps") {
-  // A warp's channels: 256 at one to four rows, 128 at five to eight, 64 at nine to sixteen. Taken where
+  // A warp's channels: 256 at one and two rows, 128 at three to eight, 64 at nine to sixteen. Taken where
   // they divide N, for groups of a multiple of 64, from compute capability 8.0; from nine rows only where
   // N's columns fit one wave of the sixteen-row form's blocks (the last argument).
   CHECK(gemv::awq_lane_channels(1) == 256);
-  CHECK(gemv::awq_lane_channels(4) == 256);
+  CHECK(gemv::awq_lane_channels(2) == 256);
+  CHECK(gemv::awq_lane_channels(3) == 128);
+  CHECK(gemv::awq_lane_channels(4) == 128);
   CHECK(gemv::awq_lane_channels(5) == 128);
   CHECK(gemv::awq_lane_channels(8) == 128);
   CHECK(gemv::awq_lane_channels(9) == 64);
@@ -937,7 +939,8 @@ TEST_CASE("gemv split: AWQ at 1-16 rows on the lane form, columns of channels by
   CHECK(gemv::awq_lane_takes(9, 28672, 128, 90, 448));              // a device that holds them
   CHECK_FALSE(gemv::awq_lane_takes(17, 4096, 128, 90, 264));        // more rows: the ring
   CHECK_FALSE(gemv::awq_lane_takes(0, 28672, 128, 90, 264));
-  CHECK_FALSE(gemv::awq_lane_takes(4, 1280 + 128, 128, 90, 264));
+  CHECK_FALSE(gemv::awq_lane_takes(2, 1280 + 128, 128, 90, 264));
+  CHECK(gemv::awq_lane_takes(4, 1280 + 128, 128, 90, 264));  // 128 divides it from three rows
   CHECK_FALSE(gemv::awq_lane_takes(1, 200, 128, 90, 264));
   CHECK_FALSE(gemv::awq_lane_takes(1, 1280 + 128, 128, 90, 264));
   CHECK_FALSE(gemv::awq_lane_takes(5, 1280 + 64, 128, 90, 264));

@@ -3207,19 +3207,21 @@ __device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
 __device__ __forceinline__ uint32_t word_of(const uint2& v, int w) { return w == 0 ? v.x : v.y; }
 __device__ __forceinline__ uint32_t word_of(uint32_t v, int) { return v; }
 
-// MT rows of X a product: 1, 2 (M = 2), 4 (M = 3, 4) or 8; W words a lane a row of K (a warp 64 W channels);
-// NT token tiles of 8 (MT = 8 only). The forms: <1, 4, 1>, <2, 4, 1>, <4, 4, 1> (one to four rows, 256
-// channels a warp), <8, 2, 1> (five to eight rows, 128 channels) and <8, 1, 2> (nine to sixteen, 64).
-// With MT tokens, product i's X stands in columns MT (i % P) .. + MT - 1 (P = 8 / MT products a set, token
-// t in the column's t-th place), so a token tile's 4 W products a step fill S = 4 W / P accumulator sets,
-// and lane (g, q) holds X of token 8 tile + g % MT. Lane (g, q)'s element e of set s is then column 2q +
-// e % 2 (product (s % S) P + (2q + e % 2) / MT, token 8 (s / S) + (2q + e % 2) % MT) of row g (e < 2: the
-// register's low channel) or g + 8 (its high channel). Fewer channels a warp at more rows keep the
-// accumulators at 32 a lane (8 sets) from four rows on.
+// MT rows of X a product: 1, 2 (M = 2) or 8; W words a lane a row of K (a warp 64 W channels); NT token
+// tiles of 8 (MT = 8 only). The forms: <1, 4, 1>, <2, 4, 1> (one and two rows, 256 channels a warp),
+// <8, 2, 1> (three to eight rows, 128 channels) and <8, 1, 2> (nine to sixteen, 64). Three and four rows
+// took <4, 4, 1> (256 channels) until <8, 2, 1> measured 0.99-1.18x it there (H200; notes/performance.md,
+// seventy-sixth session). With MT tokens, product i's X stands in columns MT (i % P) .. + MT - 1 (P = 8 /
+// MT products a set, token t in the column's t-th place), so a token tile's 4 W products a step fill S =
+// 4 W / P accumulator sets, and lane (g, q) holds X of token 8 tile + g % MT. Lane (g, q)'s element e of
+// set s is then column 2q + e % 2 (product (s % S) P + (2q + e % 2) / MT, token 8 (s / S) + (2q + e % 2) %
+// MT) of row g (e < 2: the register's low channel) or g + 8 (its high channel). Fewer channels a warp at
+// more rows keep the accumulators at 32 a lane (8 sets) from three rows on.
 template <int MT, int W, int NT>
 __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLaneArgs a) {
 #if __CUDA_ARCH__ >= 800
-  static_assert(MT == 8 ? (W == 1 || W == 2) : (W == 4 && NT == 1), "the forms named above");
+  static_assert(MT == 8 ? (W == 1 || W == 2) : ((MT == 1 || MT == 2) && W == 4 && NT == 1),
+                "the forms named above");
   constexpr int P = 8 / MT, S = 4 * W / P, kSets = NT * S;
   // Steps whose loads are in flight: a step's loads are asked D - 1 steps ahead. Narrower words a lane
   // take more steps to keep as many bytes in flight: at 8 rows 3 steps against 2, 1.01-1.04x; at 16 rows
@@ -3229,16 +3231,14 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
   using Words = AwqLaneWords<W>;
   // Eight sets: the group-scaled sums wait in shared memory (the registers hold the accumulators), in the
   // warp's own part of `part`, [set, element][lane]. In registers they spilled 168 bytes a thread and
-  // read 1.04-1.11x slower at 3-4 rows (two calls; notes/performance.md, seventy-second session).
+  // read 1.04-1.11x slower (at 3-4 rows on <4, 4, 1>, then; notes/performance.md, seventy-second session).
   constexpr bool kYShared = kSets >= 8;
-  // Where (token t, channel ch of the block's) meets in a warp's part. At four rows a warp's stores of the
-  // meeting (one element of every lane at a time) fell 16 lanes on a bank: each token's run of 256 takes
-  // 288 places, four skipped after every 32 channels, so that lanes of other g land 4 banks apart. At
-  // eight tokens a product the lanes' tokens 2q (+ 1) fall 8 banks apart (a token's run of 4 more than a
-  // multiple of 16) and one place is skipped after each lane's 8 W channels (its g to the bank's place).
-  constexpr int kTokenRun = MT == 4 ? 288 : MT == 8 ? (kChannels + 8 * W - 4 + 15) / 16 * 16 + 4 : kChannels;
+  // Where (token t, channel ch of the block's) meets in a warp's part. At eight tokens a product the
+  // lanes' tokens 2q (+ 1) fall 8 banks apart (a token's run of 4 more than a multiple of 16) and one
+  // place is skipped after each lane's 8 W channels (its g to the bank's place), so that a warp's stores
+  // of the meeting (one element of every lane at a time) do not fall on one bank.
+  constexpr int kTokenRun = MT == 8 ? (kChannels + 8 * W - 4 + 15) / 16 * 16 + 4 : kChannels;
   const auto part_at = [](int t, int ch) {
-    if constexpr (MT == 4) return t * kTokenRun + ch + 4 * (ch / 32);
     if constexpr (MT == 8) return t * kTokenRun + ch + ch / (8 * W);
     return t * kTokenRun + ch;
   };
@@ -3504,8 +3504,7 @@ std::string launch_awq_lane(const GemvLaunch& L, const Workspace& ws, bool wait)
     case 128: return launch_awq_lane_form<8, 2, 1>(L, ws, wait);
     default:  // 256
       if (L.p.m == 1) return launch_awq_lane_form<1, 4, 1>(L, ws, wait);
-      if (L.p.m == 2) return launch_awq_lane_form<2, 4, 1>(L, ws, wait);
-      return launch_awq_lane_form<4, 4, 1>(L, ws, wait);
+      return launch_awq_lane_form<2, 4, 1>(L, ws, wait);
   }
 }
 

@@ -424,19 +424,19 @@ inline int lane_warps(int64_t n, int64_t k, Resident resident) {
 // AWQ at one to sixteen rows of X (awq_lane_kernel): blocks of kAwqLaneWarps warps, each warp
 // awq_lane_channels(M) channels (the launcher picks the form by them) by a run of `steps_per_warp` steps of
 // 16 rows of K; the warps of a block take consecutive runs of one column of channels, `rows` rows of blocks a
-// column (they meet in the workspace). A warp holds 256 channels at one to four rows, 128 at five to eight
-// and 64 at nine to sixteen (its accumulators grow with the rows it holds X of). The rows: the fewest that
-// finish soonest, counting whole waves of the device's resident blocks and kAwqLaneBlockSteps steps a block
-// for its start and its meeting; the steps spread evenly over their warps, the last row may hold fewer. Taken
-// where the warps' channels divide N, for the groups the tensor-core forms take (a multiple of 64), from
-// compute capability 8.0; from nine rows only where one wave of its blocks holds N's columns (`resident`: the
-// blocks of the sixteen-row form the device runs at once). Beyond that the waves' starts and meetings cost
-// more than the lane form gains: H200, 28672x8192 at 16 rows (448 columns over 264 blocks) 105 us against the
-// ring's 91.5, where 8192x8192 (128 columns) reads 28 against 38.
+// column (they meet in the workspace). A warp holds 256 channels at one and two rows, 128 at three to
+// eight and 64 at nine to sixteen (its accumulators grow with the rows it holds X of). The rows: the fewest
+// that finish soonest, counting whole waves of the device's resident blocks and kAwqLaneBlockSteps steps a
+// block for its start and its meeting; the steps spread evenly over their warps, the last row may hold fewer.
+// Taken where the warps' channels divide N, for the groups the tensor-core forms take (a multiple of 64),
+// from compute capability 8.0; from nine rows only where one wave of its blocks holds N's columns
+// (`resident`: the blocks of the sixteen-row form the device runs at once). Beyond that the waves' starts and
+// meetings cost more than the lane form gains: H200, 28672x8192 at 16 rows (448 columns over 264 blocks) 105
+// us against the ring's 91.5, where 8192x8192 (128 columns) reads 28 against 38.
 constexpr int kAwqLaneWarps = 8;
 constexpr int64_t kAwqLaneMostRows = 16;   // rows of X the lane form takes (awq_lane_kernel)
 constexpr int64_t kAwqLaneBlockSteps = 2;  // a block's start and meeting, in steps, for the grid's choice
-inline int64_t awq_lane_channels(int64_t m) { return m <= 4 ? 256 : m <= 8 ? 128 : 64; }
+inline int64_t awq_lane_channels(int64_t m) { return m <= 2 ? 256 : m <= 8 ? 128 : 64; }
 struct AwqLaneGrid {
   int64_t columns, rows, steps_per_warp;
 };

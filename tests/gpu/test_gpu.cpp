@@ -1337,10 +1337,9 @@ TEST_CASE("gemv: AWQ with 1-16 rows of X on the lane form, where warps start and
   // blocks, runs of 3 steps (groups of 128 are 8 steps, of 64 four), the last run one step and two warps
   // idle; 768x4160 (65 groups of 64) 3 columns by 33 rows of one-step runs; 2560x5120 10 columns by 20
   // rows of two-step runs. One row puts X in one column of the product's 8; two rows in two
-  // (awq_lane_kernel<2, 4, 1>); three and four in four, the fourth zeros at three rows (<4, 4, 1>); five
-  // to eight in all eight, warps of 128 channels, the columns past M zeros (<8, 2, 1>); nine to sixteen in
-  // two token tiles of eight, warps of 64 channels (<8, 1, 2>). On any device, every row's outputs as the
-  // float64 product's within the goal.
+  // (awq_lane_kernel<2, 4, 1>); three to eight in all eight, warps of 128 channels, the columns past M
+  // zeros (<8, 2, 1>); nine to sixteen in two token tiles of eight, warps of 64 channels (<8, 1, 2>). On
+  // any device, every row's outputs as the float64 product's within the goal.
   // Then an infinity and a NaN in X's last row: every output of that row as the float64 product has it
   // (Inf of its sign, or NaN where the infinity meets a weight q - z = 0; NaN everywhere), and the other
   // rows, which share the products' columns with it, still the float64 product's within the goal.
