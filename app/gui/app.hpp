@@ -12,7 +12,7 @@ struct GuiOptions {
   std::string state;       // a state token to restore
   int frame_report = 0;    // render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit
   bool frame_report_given = false;  // --frame-report was given: a count below 1 is refused
-  std::string script;      // for tests: "key=value;key=value" typed into the views in order
+  std::string script;               // for tests: "key=value;key=value" typed into the views in order
 };
 
 // Runs the app; returns the process exit status (1: no display or no OpenGL 3.3, 2: bad options).

@@ -64,11 +64,11 @@ struct SassState {
   int selected = -1;   // index into rows
   int lines_for = -1;  // the row `lines` were made for
   std::vector<Line> lines;
-  int scroll_to = -1;           // a line to bring into view on the next frame
-  size_t text_cols = 0;         // the longest instruction text of `lines`, in characters
+  int scroll_to = -1;              // a line to bring into view on the next frame
+  size_t text_cols = 0;            // the longest instruction text of `lines`, in characters
   std::string filter = "dequant";  // the kernels the recipes are in; cleared for every kernel
-  std::string gpu_note;         // why the GPU's architecture is not the one shown
-  std::string unmatched;        // the last filter found to match no kernel (said once, not every frame)
+  std::string gpu_note;            // why the GPU's architecture is not the one shown
+  std::string unmatched;           // the last filter found to match no kernel (said once, not every frame)
   bool chose_arch = false;
   // An architecture's listing is unpacked and parsed once, off the frame's thread (a second or
   // more for the largest): `loading` is in flight for `loading_arch`.

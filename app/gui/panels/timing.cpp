@@ -39,9 +39,9 @@ struct State {
   std::string glob;  // picks kernels by name, as bench --kernel does
   std::string shapes;
   std::string batch = "1,16";  // rows of X of the GEMV / GEMM cases
-  int gemm_rows = 0;        // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
-  bool hopper = false;      // the backend runs the Hopper GEMM (CUDA, compute capability 9.0)
-  bool ring = false;        // the walk's cases a second time on the copy-engine ring (BenchCase::ring)
+  int gemm_rows = 0;    // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
+  bool hopper = false;  // the backend runs the Hopper GEMM (CUDA, compute capability 9.0)
+  bool ring = false;    // the walk's cases a second time on the copy-engine ring (BenchCase::ring)
   int group_choice = 2;
   int cold = 1;
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
