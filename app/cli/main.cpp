@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <optional>
 #include <string>
 
 #include "commands.hpp"
@@ -17,8 +18,7 @@ namespace {
 // The desktop app's options; with no subcommand, dequant-lab opens the app.
 struct AppOptions {
   std::string screenshot, view, size, state, script;
-  int frame_report = 0;
-  CLI::Option* frame_report_opt = nullptr;
+  std::optional<int> frame_report;
 };
 
 void add_app_options(CLI::App& app, AppOptions& o) {
@@ -30,16 +30,15 @@ void add_app_options(CLI::App& app, AppOptions& o) {
   app.add_option("--size", o.size, "Window size WIDTHxHEIGHT, e.g. 1920x1080")->group(group);
   app.add_option("--state", o.state, "Restore a state token, e.g. dql:awq-int4-fp16:0x76543210:step=5")
       ->group(group);
-  o.frame_report_opt = app.add_option("--frame-report", o.frame_report,
-                                      "Render N frames (1 or more) and print JSON frame times, then exit")
-                           ->group(group);
+  app.add_option("--frame-report", o.frame_report,
+                 "Render N frames (1 or more) and print JSON frame times, then exit")
+      ->group(group);
   app.add_option("--script", o.script, "For tests: key=value;... typed into the views")->group("");
 }
 
 int open_app(const AppOptions& o) {
 #ifdef DQL_HAVE_GUI
-  return dql::gui::run_gui(
-      {o.screenshot, o.view, o.size, o.state, o.frame_report, o.frame_report_opt->count() > 0, o.script});
+  return dql::gui::run_gui({o.screenshot, o.view, o.size, o.state, o.frame_report, o.script});
 #else
   (void)o;
   fmt::print(stderr,

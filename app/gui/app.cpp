@@ -378,7 +378,8 @@ bool parse_size(const std::string& text, int* w, int* h) {
 }  // namespace
 
 int run_gui(const GuiOptions& opt) {
-  const bool headless = !opt.screenshot.empty() || opt.frame_report > 0;
+  const int frames = opt.frame_report.value_or(0);
+  const bool headless = !opt.screenshot.empty() || frames > 0;
   Shell s;
   Model& m = s.m;
 
@@ -402,9 +403,9 @@ int run_gui(const GuiOptions& opt) {
     std::fprintf(stderr, "dequant-lab: --script: %s\n", why.c_str());
     return 2;
   }
-  if (opt.frame_report < 0 || (opt.frame_report_given && opt.frame_report < 1)) {
+  if (opt.frame_report && *opt.frame_report < 1) {
     std::fprintf(stderr, "dequant-lab: --frame-report %d: give the number of frames to time, 1 or more\n",
-                 opt.frame_report);
+                 *opt.frame_report);
     return 2;
   }
 
@@ -586,14 +587,14 @@ int run_gui(const GuiOptions& opt) {
         break;
       }
     }
-    if (opt.frame_report > 0) {
+    if (frames > 0) {
       frame_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
       if (frame == 5) cpu_at_5 = process_cpu_ms();
-      if (frame >= opt.frame_report + 5) break;  // the first frames build the font atlas: not counted
+      if (frame >= frames + 5) break;  // the first frames build the font atlas: not counted
     }
   }
 
-  if (opt.frame_report > 0) {
+  if (frames > 0) {
     std::vector<double> t(frame_ms.begin() + std::min<size_t>(5, frame_ms.size()), frame_ms.end());
     std::sort(t.begin(), t.end());
     const auto q = [&](double p) {

@@ -1,6 +1,7 @@
 // The desktop app's entry point, called by main when no subcommand is given.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace dql::gui {
@@ -10,8 +11,8 @@ struct GuiOptions {
   std::string view;        // the view to open (kViewNames)
   std::string size;        // "WxH" window size
   std::string state;       // a state token to restore
-  int frame_report = 0;    // render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit
-  bool frame_report_given = false;  // --frame-report was given: a count below 1 is refused
+  std::optional<int>
+      frame_report;  // render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit
   std::string script;               // for tests: "key=value;key=value" typed into the views in order
 };
 

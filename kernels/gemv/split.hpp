@@ -476,9 +476,9 @@ inline bool awq_lane_takes(int64_t m, int64_t n, int group, int cc, int64_t resi
 constexpr int64_t kOnlineWarps = 4096;
 constexpr int64_t kOnlineMostSlices = 16;
 constexpr int64_t kOnlineLeastBlocks = 4;
-inline int64_t online_slices(int64_t n, int64_t k, int64_t group, int64_t aim = kOnlineWarps) {
+inline int64_t online_slices(int64_t n, int64_t k, int64_t group) {
   const int64_t warps = std::max<int64_t>(1, (n + 15) / 16), blocks = group > 0 ? k / group : 0;
-  const int64_t want = (std::max<int64_t>(1, aim) + warps - 1) / warps;
+  const int64_t want = (kOnlineWarps + warps - 1) / warps;
   const int64_t most = std::min(kOnlineMostSlices, std::max<int64_t>(1, blocks / kOnlineLeastBlocks));
   return std::clamp<int64_t>(want, 1, most);
 }
