@@ -297,6 +297,8 @@ TEST_CASE("script: a value a key does not take is refused with a sentence and th
   shows("--view timing --script \"timing.timeout=abc\"",
         "timing.timeout (seconds a case) 'abc' is not a number: give a decimal above 0");
   shows("--view timing --script \"timing.timeout=0\"", "timing.timeout (seconds a case) '0' is out of range");
+  shows("--view timing --script \"timing.run=yes\"",
+        "timing.run 'yes' is not a value it takes: give 1 to start a run; nothing was started");
   shows("--view timing --script \"timing.tab=graphs\"",
         "timing.tab 'graphs' is not a choice it offers: give table, medians, sweep or compare");
   shows("--view timing --script \"timing.kernels=dequant/none\"",

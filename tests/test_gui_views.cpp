@@ -121,12 +121,27 @@ TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it 
   CHECK(j["rows"][1]["kernel"] == "gemm/w4a16-ft-fp16");
   CHECK(j["rows"][1]["shape"].get<std::string>().rfind("M=40 64x512", 0) == 0);
 
-  const Outcome bad = screenshot("timing",
-                                 "timing.kernels=gemv/w4a16-ft-fp16;timing.shapes=64x512;"
-                                 "timing.batch=1,300;timing.run=1");
-  INFO(bad.output);
-  CHECK(bad.status == 0);
-  CHECK(bad.output.find("rows of X '1,300': 300 is out of range") != std::string::npos);
+  // A list the run would refuse is refused as the script gives it and the field keeps its value: the run
+  // after it times the one case of the value before.
+  const auto refused_then_kept = [](const std::string& script, const std::string& sentence,
+                                    const std::string& timed_shape) {
+    const std::string kept_json = tmp("bench-kept.json");
+    const Outcome bad = timed_run(script + ";timing.warm=1;timing.timeout=0.1", kept_json);
+    INFO(bad.output);
+    CHECK(bad.status == 0);
+    CHECK(bad.output.find(sentence + "; the setting is kept") != std::string::npos);
+    const nlohmann::json kept = saved_report(kept_json);
+    REQUIRE(kept["rows"].size() == 1);
+    CHECK(kept["rows"][0]["shape"].get<std::string>().rfind(timed_shape, 0) == 0);
+  };
+  refused_then_kept(
+      "timing.kernels=gemv/w4a16-ft-fp16;timing.shapes=64x512;timing.batch=3;timing.batch=1,300",
+      "rows of X '1,300': 300 is out of range; each number must be from 1 to 256", "M=3 64x512");
+  refused_then_kept(
+      "timing.kernels=dequant/awq-int4-fp16;timing.shapes=64x128;timing.shapes=64x128,12x",
+      "each shape '12x' is not a shape: write NxK with positive integers, e.g. 4096x4096 (shapes "
+      "are separated by commas, e.g. 1024x4096,4096x4096)",
+      "64x128");
 
   // A shape a kernel does not take is refused as bench refuses it, before anything is timed; saving
   // with nothing run says so (it used to wait for results for ever).
@@ -163,6 +178,29 @@ TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it 
   const Outcome nothing = screenshot("timing", "timing.save-json=" + tmp("none.json"));
   CHECK(nothing.status == 0);
   CHECK(nothing.output.find("no results to save") != std::string::npos);
+}
+
+TEST_CASE("status bar: a sentence wider than the window wraps onto more lines") {
+  // The sentence quotes the 300-character shape it refuses: far wider than the 1600-pixel window.
+  const Outcome o = screenshot("timing", "timing.shapes=" + std::string(300, 'q'));
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  REQUIRE(o.picture.ok());
+  CHECK(o.output.find("the setting is kept") != std::string::npos);
+  // The rows holding the error's colour (palette::kBad, 240 70 70) in the bottom fifth of the window.
+  constexpr uint32_t kBad = 0xF04646;
+  int top = -1, bottom = -1;
+  for (int y = o.picture.h * 4 / 5; y < o.picture.h; ++y) {
+    for (int x = 0; x < o.picture.w; ++x) {
+      if (o.picture.at(x, y) != kBad) continue;
+      if (top < 0) top = y;
+      bottom = y;
+      break;
+    }
+  }
+  REQUIRE(top >= 0);
+  // One line of text is about 13 pixels tall at the default size; the sentence takes three.
+  CHECK(bottom - top > 30);
 }
 
 TEST_CASE("timing view: kernels picked by a pattern, as bench --kernel takes them") {

@@ -275,8 +275,44 @@ void draw_menu(Shell& s) {
   ImGui::EndMainMenuBar();
 }
 
+// The status bar's message (an error, else a notice) and the width it wraps in: right of the backend line
+// (and of the error's dismiss button), so that a long sentence takes more lines instead of running off
+// the window's edge.
+struct StatusText {
+  const std::string* text = nullptr;
+  bool error = false;
+  float wrap = 0.0f;
+};
+
+StatusText status_text(const Shell& s, float width) {
+  const Model& m = s.m;
+  StatusText t;
+  if (!m.last_error.empty()) {
+    t.text = &m.last_error;
+    t.error = true;
+  } else if (!s.notice.empty()) {
+    t.text = &s.notice;
+  } else {
+    return t;
+  }
+  const ImGuiStyle& style = ImGui::GetStyle();
+  float left = 0.5f * s.ui.em + ImGui::CalcTextSize(m.backend_line.c_str()).x + 2.0f * s.ui.em;
+  if (t.error) left += ImGui::CalcTextSize("x").x + 2.0f * style.FramePadding.x + style.ItemSpacing.x;
+  t.wrap = std::max(10.0f * s.ui.em, width - left - 0.5f * s.ui.em);
+  return t;
+}
+
+// The status bar's height: one frame line, or the message's wrapped lines.
+float status_height(const Shell& s, float width) {
+  const StatusText t = status_text(s, width);
+  float h = ImGui::GetFrameHeight();
+  if (t.text) h = std::max(h, ImGui::CalcTextSize(t.text->c_str(), nullptr, false, t.wrap).y);
+  return h + 0.5f * s.ui.em;
+}
+
 void draw_status(Shell& s, ImVec2 pos, ImVec2 size) {
   Model& m = s.m;
+  const StatusText t = status_text(s, size.x);
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0.5f * s.ui.em, 0.25f * s.ui.em));
@@ -284,15 +320,20 @@ void draw_status(Shell& s, ImVec2 pos, ImVec2 size) {
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
                    ImGuiWindowFlags_NoBringToFrontOnFocus);
   ImGui::TextUnformatted(m.backend_line.c_str());
-  if (!m.last_error.empty()) {
+  if (t.text) {
     ImGui::SameLine(0, 2.0f * s.ui.em);
-    if (ImGui::SmallButton("x##dismiss")) m.last_error.clear();
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Dismiss the error");
-    ImGui::SameLine();
-    ImGui::TextColored(palette::to_vec4(palette::kBad), "%s", m.last_error.c_str());
-  } else if (!s.notice.empty()) {
-    ImGui::SameLine(0, 2.0f * s.ui.em);
-    ImGui::TextColored(palette::to_vec4(palette::kDim), "%s", s.notice.c_str());
+    bool dismissed = false;
+    if (t.error) {
+      dismissed = ImGui::SmallButton("x##dismiss");
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("Dismiss the error");
+      ImGui::SameLine();
+    }
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + t.wrap);
+    ImGui::PushStyleColor(ImGuiCol_Text, palette::to_vec4(t.error ? palette::kBad : palette::kDim));
+    ImGui::TextUnformatted(t.text->c_str());
+    ImGui::PopStyleColor();
+    ImGui::PopTextWrapPos();
+    if (dismissed) m.last_error.clear();
   }
   ImGui::End();
   ImGui::PopStyleVar();
@@ -302,7 +343,7 @@ void draw_frame(Shell& s) {
   Model& m = s.m;
   draw_menu(s);
   const ImGuiViewport* vp = ImGui::GetMainViewport();
-  const float status_h = ImGui::GetFrameHeight() + 0.5f * s.ui.em;
+  const float status_h = status_height(s, vp->WorkSize.x);
   const ImVec2 pos = vp->WorkPos;
   const ImVec2 size(vp->WorkSize.x, vp->WorkSize.y - status_h);
   ImGui::SetNextWindowPos(pos);

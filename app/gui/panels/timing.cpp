@@ -268,15 +268,24 @@ void select_matching(State& s, Model& m) {
   s.chosen = std::move(picked);
 }
 
+// The shapes field and the rows-of-X field as the run reads them (the script keys are checked the same way).
+auto read_shapes(std::string_view text) {
+  auto shapes = front::parse_shape_list(text, "each shape");
+  if (!front::ok(shapes))
+    std::get<1>(shapes) += " (shapes are separated by commas, e.g. 1024x4096,4096x4096)";
+  return shapes;
+}
+auto read_batch(std::string_view text) { return front::parse_int_list(text, "rows of X", 1, 256); }
+
 void start(State& s, Model& m) {
   s.error.clear();
-  const auto shapes = front::parse_shape_list(s.shapes, "each shape");
+  const auto shapes = read_shapes(s.shapes);
   if (!front::ok(shapes)) {
-    s.error = std::get<1>(shapes) + " (shapes are separated by commas, e.g. 1024x4096,4096x4096)";
+    s.error = std::get<1>(shapes);
     m.set_error(s.error);
     return;
   }
-  const auto ms = front::parse_int_list(s.batch, "rows of X", 1, 256);
+  const auto ms = read_batch(s.batch);
   if (!front::ok(ms)) {
     s.error = std::get<1>(ms);
     m.set_error(s.error);
@@ -414,10 +423,14 @@ void draw_timing(Model& m, const Ui& ui) {
     s.glob = *v;
     select_matching(s, m);
   }
-  if (auto v = scripted("timing.shapes")) s.shapes = *v;
-  if (auto v = scripted("timing.batch")) s.batch = *v;
   // Values these keys do not take are refused with a sentence and the setting kept. GEMM rows a block
   // are checked further (a multiple of 16 from 48) when the run starts, as the field's are.
+  if (auto v = scripted("timing.shapes")) {
+    if (script_value(m, read_shapes(*v))) s.shapes = *v;
+  }
+  if (auto v = scripted("timing.batch")) {
+    if (script_value(m, read_batch(*v))) s.batch = *v;
+  }
   if (auto v = scripted("timing.gemm-rows")) {
     if (auto r = script_value(m, front::parse_int(*v, "timing.gemm-rows", 0, 256)))
       s.gemm_rows = static_cast<int>(*r);
@@ -435,7 +448,13 @@ void draw_timing(Model& m, const Ui& ui) {
   if (auto v = scripted("timing.tab")) {
     if (script_choice(m, "timing.tab", *v, {"table", "medians", "sweep", "compare"})) s.open_tab = *v;
   }
-  if (scripted("timing.run") && !s.job.valid()) start(s, m);
+  if (auto v = scripted("timing.run")) {
+    if (*v != "1")
+      m.set_error(fmt::format(
+          "timing.run '{}' is not a value it takes: give 1 to start a run; nothing was started", *v));
+    else if (!s.job.valid())
+      start(s, m);
+  }
   // A screenshot waits for the run under way (the shell waits while script keys are pending).
   scripted("timing.running");
   if (s.job.valid()) script_push("timing.running", "1");
