@@ -381,7 +381,7 @@ void script_push(std::string key, std::string value) {
 bool script_pending() { return !g_script.empty(); }
 
 std::optional<int> script_choice(Model& m, std::string_view key, std::string_view value,
-                                 std::initializer_list<std::string_view> names) {
+                                 std::span<const std::string_view> names) {
   int i = 0;
   std::string list;
   for (const std::string_view n : names) {

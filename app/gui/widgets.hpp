@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "app/gui/model.hpp"
 #include "kernels/bits/float.hpp"
@@ -120,7 +122,20 @@ std::optional<std::string> script_front_key();
 // nothing: then the model's error says that `key` does not take `value` and lists `names`, and the
 // caller keeps its setting.
 std::optional<int> script_choice(Model& m, std::string_view key, std::string_view value,
-                                 std::initializer_list<std::string_view> names);
+                                 std::span<const std::string_view> names);
+inline std::optional<int> script_choice(Model& m, std::string_view key, std::string_view value,
+                                        std::initializer_list<std::string_view> names) {
+  return script_choice(m, key, value, std::span<const std::string_view>(names.begin(), names.size()));
+}
+// The same over the entries a control lists (a combo's or radio buttons' array), `name` giving each
+// entry's text, so that an entry added to the control is offered to scripts too.
+template <class Entries, class Name>
+std::optional<int> script_choice(Model& m, std::string_view key, std::string_view value,
+                                 const Entries& entries, Name name) {
+  std::vector<std::string_view> names;
+  for (const auto& e : entries) names.emplace_back(name(e));
+  return script_choice(m, key, value, std::span<const std::string_view>(names));
+}
 // A script value parsed by `parse` (the app/common/parse.hpp functions): the value, or nothing with
 // the parser's sentence as the model's error (the caller keeps its setting).
 template <class T>

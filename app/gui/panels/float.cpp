@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "app/common/parse.hpp"
@@ -175,13 +176,12 @@ void magic_demo(Model& m, const Ui& ui) {
 }  // namespace
 
 void draw_float(Model& m, const Ui& ui) {
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < static_cast<int>(std::size(kFormats)); ++i) {
     if (i) ImGui::SameLine();
     ImGui::RadioButton(kFormats[i].name, &g.format, i);
   }
   if (auto s = scripted("float.format")) {
-    if (auto i = script_choice(m, "float.format", *s,
-                               {kFormats[0].name, kFormats[1].name, kFormats[2].name, kFormats[3].name}))
+    if (auto i = script_choice(m, "float.format", *s, kFormats, [](const Format& e) { return e.name; }))
       g.format = *i;
   }
   const bits::FloatFormat f = kFormats[g.format].f;

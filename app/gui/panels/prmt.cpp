@@ -80,8 +80,7 @@ void draw_prmt(Model& m, const Ui& ui) {
   if (ImGui::Combo("mode", &mode, kModes, IM_ARRAYSIZE(kModes)))
     m.prmt_mode = static_cast<bits::PrmtMode>(mode);
   if (auto s = scripted("prmt.mode")) {
-    if (auto i = script_choice(m, "prmt.mode", *s,
-                               {kModes[0], kModes[1], kModes[2], kModes[3], kModes[4], kModes[5], kModes[6]}))
+    if (auto i = script_choice(m, "prmt.mode", *s, kModes, [](const char* name) { return name; }))
       m.prmt_mode = static_cast<bits::PrmtMode>(*i);
   }
   ImGui::SameLine();
