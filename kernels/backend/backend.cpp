@@ -106,11 +106,11 @@ void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
   switch (r.path) {
     case gemv::Path::Cublas: (void)dequant_recipe_for(s, r.dtype); return;
     case gemv::Path::Online:
-      if (s.layout != Layout::Plain || s.scheme != Scheme::Int8Sym || (s.group != 64 && s.group != 128)) {
+      if (!gemv::online_reads(s.layout, s.scheme, s.group)) {
         throw Error(
-            "the online int8 path reads plain int8 weights with group 64 or 128 (--scheme int8-sym --layout "
-            "plain "
-            "--group 64|128): activations are quantized per block of the same size");
+            "the online int8 path reads plain int8 weights with group 64 or 128 "
+            "(--scheme int8-sym --layout plain --group 64|128): activations are quantized per block of the "
+            "same size");
       }
       if (r.m > 16) throw Error("the online int8 path takes 1 to 16 rows of X");
       return;

@@ -138,12 +138,11 @@ int64_t staged_x_rows(int64_t m) {
   return std::min<int64_t>(m >= gemv::kWalkLeastRows ? std::max<int64_t>(m, walk_rows) : m, 64);
 }
 
-// The online path's slice sums, [slices, M, N] floats, where its weights (plain int8, groups of 64 or
-// 128) are cut into more than one slice of K (gemv::online_slices); not kept zero.
+// The online path's slice sums, [slices, M, N] floats, where weights it reads (gemv::online_reads) are
+// cut into more than one slice of K (gemv::online_slices); not kept zero.
 int64_t online_part_floats(const gemv::Weights& w, int64_t m) {
-  const bool online = w.layout == quant::Layout::Plain && w.scheme == quant::Scheme::Int8Sym &&
-                      (w.group == 64 || w.group == 128);
-  const int64_t slices = online ? gemv::online_slices(w.n, w.k, w.group) : 1;
+  const int64_t slices =
+      gemv::online_reads(w.layout, w.scheme, w.group) ? gemv::online_slices(w.n, w.k, w.group) : 1;
   return slices > 1 ? slices * m * w.n : 0;
 }
 

@@ -115,6 +115,12 @@ DQL_HD void ft_word_pairs(int bits, recipes::OutType t, uint32_t word, uint32_t*
 
 // ---- the online int8 path: activations quantized per K block ------------------------------
 
+// The weights the online path reads: plain int8 in groups of 64 or 128 (its activation blocks are the
+// weight's groups).
+constexpr bool online_reads(quant::Layout layout, quant::Scheme scheme, int64_t group) {
+  return layout == quant::Layout::Plain && scheme == quant::Scheme::Int8Sym && (group == 64 || group == 128);
+}
+
 // Asymmetric int8 with an offset: a ~= scale * q + offset, q in [-128, 127]. A constant block
 // gets scale 0 and q = 0.
 struct ActBlock {
