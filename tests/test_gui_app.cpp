@@ -205,6 +205,13 @@ TEST_CASE("command line: bad options and state tokens are refused with a sentenc
   r = app("--frame-report 0");
   CHECK(r.status == 2);
   CHECK(r.output.find("--frame-report 0: give the number of frames to time, 1 or more") != std::string::npos);
+  // --text-scale takes what the View menu offers, 0.6 to 3.
+  for (const char* bad : {"0.2", "4", "nan"}) {
+    r = app("--screenshot " + tmp("x.png") + " --text-scale " + bad);
+    CHECK(r.status == 2);
+    CHECK(r.output.find(std::string("--text-scale ") + bad +
+                        " is out of range: give a factor from 0.6 to 3, e.g. 1.5") != std::string::npos);
+  }
   r = app("--screenshot " + tmp("x.png") + " --size 12x");
   CHECK(r.status == 2);
   r = app("--screenshot " + tmp("x.png") + " --size 4294969216x4294968376");  // %d would wrap to 1920x1080

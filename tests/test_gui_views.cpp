@@ -203,6 +203,40 @@ TEST_CASE("status bar: a sentence wider than the window wraps onto more lines") 
   CHECK(bottom - top > 30);
 }
 
+TEST_CASE("--text-scale: the text drawn larger") {
+  // The status bar's backend line in the default text colour (white): its glyphs' height in the bottom 60
+  // rows.
+  const auto text_height = [](const dql::test::Image& im) {
+    int top = -1, bottom = -1;
+    for (int y = im.h - 60; y < im.h; ++y) {
+      for (int x = 0; x < im.w / 3; ++x) {
+        if (im.at(x, y) != 0xFFFFFF) continue;
+        if (top < 0) top = y;
+        bottom = y;
+        break;
+      }
+    }
+    return top < 0 ? 0 : bottom - top + 1;
+  };
+  const auto shot = [](const std::string& scale) {
+    const std::string png = tmp("scale.png");
+    std::remove(png.c_str());
+    const dql::test::GuiRun r = dql::test::run_under_xvfb(
+        DQL_PROGRAM, "--screenshot " + png + " --size 1280x800 --view float --text-scale " + scale,
+        "1280x800x24", tmp("log.txt"));
+    INFO(r.output);
+    CHECK(r.status == 0);
+    return dql::test::load_png(png);
+  };
+  const dql::test::Image normal = shot("1"), large = shot("2");
+  REQUIRE(normal.ok());
+  REQUIRE(large.ok());
+  const int h1 = text_height(normal), h2 = text_height(large);
+  INFO("glyph heights " << h1 << " and " << h2);
+  CHECK(h1 > 5);
+  CHECK(h2 > h1 * 8 / 5);
+}
+
 TEST_CASE("timing view: kernels picked by a pattern, as bench --kernel takes them") {
   const std::string json = tmp("bench-select.json");
   const Outcome o = timed_run(

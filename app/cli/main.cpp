@@ -19,6 +19,7 @@ namespace {
 struct AppOptions {
   std::string screenshot, view, size, state, script;
   std::optional<int> frame_report;
+  std::optional<double> text_scale;
 };
 
 void add_app_options(CLI::App& app, AppOptions& o) {
@@ -33,12 +34,16 @@ void add_app_options(CLI::App& app, AppOptions& o) {
   app.add_option("--frame-report", o.frame_report,
                  "Render N frames (1 or more) and print JSON frame times, then exit")
       ->group(group);
+  app.add_option("--text-scale", o.text_scale,
+                 "Text size as a factor of the normal one, 0.6 to 3, e.g. 1.5 for a projector (View > Larger "
+                 "text changes it too; kept for the next start)")
+      ->group(group);
   app.add_option("--script", o.script, "For tests: key=value;... typed into the views")->group("");
 }
 
 int open_app(const AppOptions& o) {
 #ifdef DQL_HAVE_GUI
-  return dql::gui::run_gui({o.screenshot, o.view, o.size, o.state, o.frame_report, o.script});
+  return dql::gui::run_gui({o.screenshot, o.view, o.size, o.state, o.frame_report, o.script, o.text_scale});
 #else
   (void)o;
   fmt::print(stderr,

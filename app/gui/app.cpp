@@ -119,6 +119,13 @@ void load_fonts(Shell& s, float scale) {
   io.FontDefault = s.ui.ui;
 }
 
+// The user's text size, kept within what the View menu offers; the fonts are rebuilt between frames.
+constexpr float kTextStep = 1.25f;
+void set_text_scale(Shell& s, float scale) {
+  s.font_scale = std::clamp(scale, static_cast<float>(kTextScaleLeast), static_cast<float>(kTextScaleMost));
+  s.rebuild_fonts = true;
+}
+
 // Style and fonts for a scale (content scale x the user's font scale); also between frames when
 // the user changes the text size (the atlas is rebuilt: 1.86 bakes fonts at fixed sizes).
 void apply_scale(Shell& s, bool rebuild_texture) {
@@ -174,13 +181,11 @@ void handle_keys(Shell& s) {
   if (ImGui::IsKeyPressed(GLFW_KEY_F12, false)) s.want_png_window = true;
   if (io.KeyCtrl &&
       (ImGui::IsKeyPressed(GLFW_KEY_EQUAL, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_ADD, false))) {
-    s.font_scale = std::min(3.0f, s.font_scale * 1.25f);
-    s.rebuild_fonts = true;
+    set_text_scale(s, s.font_scale * kTextStep);
   }
   if (io.KeyCtrl &&
       (ImGui::IsKeyPressed(GLFW_KEY_MINUS, false) || ImGui::IsKeyPressed(GLFW_KEY_KP_SUBTRACT, false))) {
-    s.font_scale = std::max(0.6f, s.font_scale / 1.25f);
-    s.rebuild_fonts = true;
+    set_text_scale(s, s.font_scale / kTextStep);
   }
   if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_C, false)) {
     const std::string t = m.token();
@@ -249,18 +254,11 @@ void draw_menu(Shell& s) {
     }
     ImGui::Separator();
     if (ImGui::MenuItem("Fullscreen", "F11", s.fullscreen)) toggle_fullscreen(s);
-    if (ImGui::MenuItem("Larger text", "Ctrl+=", false, s.font_scale < 3.0f)) {
-      s.font_scale = std::min(3.0f, s.font_scale * 1.25f);
-      s.rebuild_fonts = true;
-    }
-    if (ImGui::MenuItem("Smaller text", "Ctrl+-", false, s.font_scale > 0.6f)) {
-      s.font_scale = std::max(0.6f, s.font_scale / 1.25f);
-      s.rebuild_fonts = true;
-    }
-    if (ImGui::MenuItem("Normal text size", nullptr, false, s.font_scale != 1.0f)) {
-      s.font_scale = 1.0f;
-      s.rebuild_fonts = true;
-    }
+    if (ImGui::MenuItem("Larger text", "Ctrl+=", false, s.font_scale < kTextScaleMost))
+      set_text_scale(s, s.font_scale * kTextStep);
+    if (ImGui::MenuItem("Smaller text", "Ctrl+-", false, s.font_scale > kTextScaleLeast))
+      set_text_scale(s, s.font_scale / kTextStep);
+    if (ImGui::MenuItem("Normal text size", nullptr, false, s.font_scale != 1.0f)) set_text_scale(s, 1.0f);
     ImGui::EndMenu();
   }
   const bool has_gpu =
@@ -444,6 +442,12 @@ int run_gui(const GuiOptions& opt) {
     std::fprintf(stderr, "dequant-lab: --script: %s\n", why.c_str());
     return 2;
   }
+  if (opt.text_scale && !(*opt.text_scale >= kTextScaleLeast && *opt.text_scale <= kTextScaleMost)) {
+    std::fprintf(stderr,
+                 "dequant-lab: --text-scale %g is out of range: give a factor from %g to %g, e.g. 1.5\n",
+                 *opt.text_scale, kTextScaleLeast, kTextScaleMost);
+    return 2;
+  }
   if (opt.frame_report && *opt.frame_report < 1) {
     std::fprintf(stderr, "dequant-lab: --frame-report %d: give the number of frames to time, 1 or more\n",
                  *opt.frame_report);
@@ -508,7 +512,7 @@ int run_gui(const GuiOptions& opt) {
   float xscale = 1.0f, yscale = 1.0f;
   glfwGetWindowContentScale(s.window, &xscale, &yscale);
   s.content_scale = std::clamp(xscale, 1.0f, 4.0f);
-  s.font_scale = headless ? 1.0f : settings.font_scale;
+  s.font_scale = opt.text_scale ? static_cast<float>(*opt.text_scale) : headless ? 1.0f : settings.font_scale;
   apply_scale(s, false);
   ImGui_ImplGlfw_InitForOpenGL(s.window, true);
   ImGui_ImplOpenGL3_Init("#version 330");

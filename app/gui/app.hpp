@@ -14,7 +14,12 @@ struct GuiOptions {
   std::optional<int>
       frame_report;  // render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit
   std::string script;               // for tests: "key=value;key=value" typed into the views in order
+  std::optional<double>
+      text_scale;  // the text size (kTextScaleLeast .. kTextScaleMost), as the View menu sets it
 };
+
+// The text sizes the View menu and --text-scale offer, as a factor of the normal size.
+inline constexpr double kTextScaleLeast = 0.6, kTextScaleMost = 3.0;
 
 // Runs the app; returns the process exit status (1: no display or no OpenGL 3.3, 2: bad options).
 int run_gui(const GuiOptions& opt);
