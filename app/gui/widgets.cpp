@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <deque>
@@ -177,11 +178,19 @@ void float_split(uint32_t v, bits::FloatFormat f, const Ui& ui) {
   if (ui.mono) ImGui::PopFont();
 }
 
+float byte_box_width(const Ui& ui, int n) {
+  if (ui.mono) ImGui::PushFont(ui.mono);
+  const float text = ImGui::CalcTextSize("0x00").x + 0.6f * ui.em;
+  if (ui.mono) ImGui::PopFont();
+  const float room = (ImGui::GetContentRegionAvail().x - (n - 1) * byte_box_gap(ui)) / n;
+  return std::max(text, std::min(3.6f * ui.em, room));
+}
+
 int byte_boxes(const char* id, const uint8_t* bytes, int n, int first, const ImU32* fills, const Ui& ui,
-               ImVec2* rect_min, ImVec2* rect_max, int highlight, const char* prefix) {
+               ImVec2* rect_min, ImVec2* rect_max, int highlight, const char* prefix, float width) {
   ImGui::PushID(id);
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const float w = 3.6f * ui.em, h = 2.6f * ui.em, gap = 0.4f * ui.em;
+  const float w = width > 0 ? width : 3.6f * ui.em, h = 2.6f * ui.em, gap = byte_box_gap(ui);
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   int clicked = -1;
   if (ui.mono) ImGui::PushFont(ui.mono);
@@ -289,11 +298,45 @@ void mono_text(const Ui& ui, const char* fmt, ...) {
   if (ui.mono) ImGui::PopFont();
 }
 
+void same_line_if_fits(float width, float spacing) {
+  ImGui::SameLine(0, spacing);
+  if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
+}
+
+float check_width(const char* label) {
+  return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x +
+         ImGui::CalcTextSize(label, nullptr, true).x;
+}
+
+float button_width(const char* label) {
+  return ImGui::CalcTextSize(label, nullptr, true).x + 2 * ImGui::GetStyle().FramePadding.x;
+}
+
+float labelled_width(float field, const char* label) {
+  const float text = ImGui::CalcTextSize(label, nullptr, true).x;
+  return text > 0 ? field + ImGui::GetStyle().ItemInnerSpacing.x + text : field;
+}
+
+namespace {
+void wrapped_v(const char* fmt, va_list args) {
+  ImGui::PushTextWrapPos(std::max(1.0f, ImGui::GetContentRegionMax().x + ImGui::GetScrollX()));
+  ImGui::TextV(fmt, args);
+  ImGui::PopTextWrapPos();
+}
+}  // namespace
+
+void wrapped_text(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  wrapped_v(fmt, args);
+  va_end(args);
+}
+
 void dim_text(const char* fmt, ...) {
   ImGui::PushStyleColor(ImGuiCol_Text, palette::to_vec4(palette::kDim));
   va_list args;
   va_start(args, fmt);
-  ImGui::TextWrappedV(fmt, args);
+  wrapped_v(fmt, args);
   va_end(args);
   ImGui::PopStyleColor();
 }
@@ -301,7 +344,7 @@ void dim_text(const char* fmt, ...) {
 void error_text(const std::string& sentence) {
   if (sentence.empty()) return;
   ImGui::PushStyleColor(ImGuiCol_Text, palette::to_vec4(palette::kBad));
-  ImGui::TextWrapped("%s", sentence.c_str());
+  wrapped_text("%s", sentence.c_str());
   ImGui::PopStyleColor();
 }
 

@@ -73,10 +73,16 @@ BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui
 void float_split(uint32_t bits, bits::FloatFormat f, const Ui& ui);
 
 // Byte boxes b[first + n - 1] .. b[first] left to right (MSB left), each labelled "b<i>" and
-// "0x..". Returns the index clicked or -1; rectangles come back through `rects` (n entries).
+// "0x..", `width` pixels wide (0: 3.6 em). Returns the index clicked or -1; rectangles come back through
+// `rects` (n entries).
 int byte_boxes(const char* id, const uint8_t* bytes, int n, int first, const ImU32* fills, const Ui& ui,
                ImVec2* rect_min = nullptr, ImVec2* rect_max = nullptr, int highlight = -1,
-               const char* prefix = "b");
+               const char* prefix = "b", float width = 0.0f);
+// The width of a byte box where `n` of them share what is left of the line: 3.6 em, narrower where the
+// line is short, never narrower than the box's text.
+float byte_box_width(const Ui& ui, int n);
+// The space between byte boxes.
+inline float byte_box_gap(const Ui& ui) { return 0.4f * ui.em; }
 
 // A hex entry bound to *value. The text is applied on Enter or when the field loses focus;
 // a string parse_hex refuses leaves *value unchanged, writes the sentence to *error and returns
@@ -96,6 +102,19 @@ Edit hex_input(const char* label, uint32_t* value, int digits, std::string* erro
 void mono_text(const Ui& ui, const char* fmt, ...) IM_FMTARGS(2);
 // A labelled value line in the dim colour.
 void dim_text(const char* fmt, ...) IM_FMTARGS(1);
+// Text wrapped at the right edge of the window's visible width (or of the table column it is in).
+// ImGui's TextWrapped wraps at the content's width where a window scrolls sideways, so a line wrapped
+// once at a wider width kept the content that wide, and the text ran under the edge for good.
+void wrapped_text(const char* fmt, ...) IM_FMTARGS(1);
+// ImGui::SameLine() where an item `width` wide fits in what is left of the line; else the next item
+// starts a new line (at a large text size a row of controls wraps instead of running off the edge).
+// `spacing` as ImGui::SameLine takes it (-1: the style's), before the item where it stays on the line.
+void same_line_if_fits(float width, float spacing = -1.0f);
+// Widths for same_line_if_fits: a checkbox or radio button, a button (small or not), a field `field`
+// wide with its label beside it. Label text after "##" is not shown and not counted.
+float check_width(const char* label);
+float button_width(const char* label);
+float labelled_width(float field, const char* label);
 // An error sentence in red, wrapped.
 void error_text(const std::string& sentence);
 

@@ -127,7 +127,7 @@ void special_buttons(uint32_t* v, bits::FloatFormat f) {
                   {"-inf", s | bits::fmt_inf(f)},
                   {"NaN", bits::fmt_canonical_nan(f)}};
   for (size_t i = 0; i < std::size(specials); ++i) {
-    if (i) ImGui::SameLine();
+    if (i) same_line_if_fits(button_width(specials[i].label));
     if (ImGui::SmallButton(specials[i].label)) *v = specials[i].bits;
   }
 }
@@ -177,7 +177,7 @@ void magic_demo(Model& m, const Ui& ui) {
 
 void draw_float(Model& m, const Ui& ui) {
   for (int i = 0; i < static_cast<int>(std::size(kFormats)); ++i) {
-    if (i) ImGui::SameLine();
+    if (i) same_line_if_fits(check_width(kFormats[i].name));
     ImGui::RadioButton(kFormats[i].name, &g.format, i);
   }
   if (auto s = scripted("float.format")) {
@@ -218,7 +218,7 @@ void draw_float(Model& m, const Ui& ui) {
   ImGui::SameLine();
   if (ImGui::Button("+1")) v = (v + 1u) & ((width == 32) ? 0xFFFFFFFFu : ((1u << width) - 1u));
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("the next bit pattern (one ulp up for a positive value)");
-  ImGui::SameLine(0, 2.0f * ui.em);
+  same_line_if_fits(labelled_width(12.0f * ui.em, "decimal"), 2.0f * ui.em);
   // The decimal and binary fields follow the value while they are not being edited.
   if (g.shown != v || g.shown_format != g.format) {
     if (!ImGui::IsAnyItemActive()) {

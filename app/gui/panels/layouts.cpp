@@ -174,7 +174,7 @@ const ProbeResult& probe(State& s, Backend& b, int bits) {
 
 void formula(const Ui& ui, const char* text) {
   ImGui::PushFont(ui.mono);
-  ImGui::TextWrapped("%s", text);
+  wrapped_text("%s", text);
   ImGui::PopFont();
 }
 
@@ -214,15 +214,15 @@ void draw_layouts(Model& m, const Ui& ui) {
 
   // ---- controls ----
   ImGui::TextUnformatted("The mixed-GEMM (FasterTransformer) weight layout, as index maps");
-  ImGui::SameLine(0, 2 * em);
+  same_line_if_fits(check_width("int4"), 2 * em);
   if (ImGui::RadioButton("int4", &s.bits, 4)) s.pinned = -1;
-  ImGui::SameLine();
+  same_line_if_fits(check_width("int8"));
   if (ImGui::RadioButton("int8", &s.bits, 8)) s.pinned = -1;
-  ImGui::SameLine(0, 2 * em);
+  same_line_if_fits(labelled_width(9 * em, "colour by"), 2 * em);
   ImGui::SetNextItemWidth(9 * em);
   const char* by_names[] = {"tile index", "column n", "word / row k", "slot"};
   ImGui::Combo("colour by", &s.color_by, by_names, 4);
-  ImGui::SameLine(0, 2 * em);
+  same_line_if_fits(check_width("qualitative colours"), 2 * em);
   ImGui::Checkbox("qualitative colours", &s.qualitative);
 
   // ---- the permute kernel's verdict ----
@@ -234,7 +234,7 @@ void draw_layouts(Model& m, const Ui& ui) {
       error_text(pr->error);
     } else {
       ImGui::PushStyleColor(ImGuiCol_Text, pr->check.match ? palette::kGood : palette::kBad);
-      ImGui::TextWrapped("Picture %s [%s]", pr->check.sentence().c_str(), who.c_str());
+      wrapped_text("Picture %s [%s]", pr->check.sentence().c_str(), who.c_str());
       ImGui::PopStyleColor();
       dim_text(
           "checked on a %lldx%lld matrix (%lld tiles) whose elements spell their own index, one %d-bit "
@@ -291,28 +291,30 @@ void draw_layouts(Model& m, const Ui& ui) {
   if (ImGui::BeginTabItem("Tile map", nullptr, tab_flags(kTile))) {
     if (!shape_ok) error_text(s.shape_error);
     if (two_columns("tile")) {
-      ImGui::Checkbox("draw the physical side from the permute kernel's output", &s.kernel_picture);
+      ImGui::Checkbox("physical side from the permute kernel", &s.kernel_picture);
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Draw the physical side from the permute kernel's output instead of the formula");
       if (shape_ok) {
         ImGui::SetNextItemWidth(10 * em);
         int tc = static_cast<int>(s.tile_col), tr = static_cast<int>(s.tile_row);
         ImGui::SliderInt("tile column (n / I)", &tc, 0, static_cast<int>(tiles_n - 1));
-        ImGui::SameLine();
+        same_line_if_fits(labelled_width(10 * em, "tile row (k / 64)"));
         ImGui::SetNextItemWidth(10 * em);
         ImGui::SliderInt("tile row (k / 64)", &tr, 0, static_cast<int>(tiles_k - 1));
         s.tile_col = tc, s.tile_row = tr;
       }
       const float cw = pic_w / 64.0f;
-      ImGui::Text("logical -> physical: %d columns n (rows here) x 64 rows k; colour = %s", il,
-                  s.color_by == kByN      ? "column n"
-                  : s.color_by == kByK    ? "word"
-                  : s.color_by == kBySlot ? "slot"
-                                          : "element slot in the tile");
+      wrapped_text("logical -> physical: %d columns n (rows here) x 64 rows k; colour = %s", il,
+                   s.color_by == kByN      ? "column n"
+                   : s.color_by == kByK    ? "word"
+                   : s.color_by == kBySlot ? "slot"
+                                           : "element slot in the tile");
       const auto hf = s.tile_fwd.draw("tfwd", ImVec2(cw * 64, std::max(1.6f * em, cw * 1.5f) * il));
-      ImGui::Text("physical -> logical: %d slots (rows, slot 0 on top) x 32 words; colour = %s", e,
-                  s.color_by == kByN      ? "column n"
-                  : s.color_by == kByK    ? "row k"
-                  : s.color_by == kBySlot ? "slot"
-                                          : "logical index");
+      wrapped_text("physical -> logical: %d slots (rows, slot 0 on top) x 32 words; colour = %s", e,
+                   s.color_by == kByN      ? "column n"
+                   : s.color_by == kByK    ? "row k"
+                   : s.color_by == kBySlot ? "slot"
+                                           : "logical index");
       const float pw = pic_w / 32.0f;
       const auto hi =
           s.tile_inv.draw("tinv", ImVec2(pw * 32, std::max(1.6f * em, std::min(pw, 1.6f * em)) * e));
@@ -404,7 +406,7 @@ void draw_layouts(Model& m, const Ui& ui) {
       }
       ImGui::Spacing();
       const recipes::RecipeSpec& rs = recipes::spec_of(m.recipe);
-      ImGui::Text("The stepper's recipe, %s: slot -> element", rs.name);
+      wrapped_text("The stepper's recipe, %s: slot -> element", rs.name);
       s.recipe_order.draw("rorder", ImVec2(std::min(4.0f * em, pic_w / rs.elems) * rs.elems, 2.2f * em));
       for (int c = 0; c < rs.elems; ++c)
         cell_text(s.recipe_order, c, 0, fmt::format("e{}", rs.order[rs.elems - 1 - c]), ui);
@@ -417,7 +419,7 @@ void draw_layouts(Model& m, const Ui& ui) {
                               : "slot d holds e(2d) for d < 2, e(2(d-2)+1) for d >= 2\n"
                                 "  bytes 0..3: e0 e2 e1 e3\n"
                                 "element j sits in slot j/2 (j even), 2 + j/2 (j odd)");
-      ImGui::TextWrapped(
+      wrapped_text(
           "Why: one shift by 8 (int4) or a byte permute (int8) then brings an even and an odd element into "
           "the two 16-bit halves the magic-number conversion fills, so they come out in order.");
       if (elem >= 0) {
@@ -436,7 +438,7 @@ void draw_layouts(Model& m, const Ui& ui) {
   if (ImGui::BeginTabItem("Row permutation", nullptr, tab_flags(kRows))) {
     if (two_columns("rows")) {
       const float cw = std::min(3.0f * em, pic_w / static_cast<float>(rg));
-      ImGui::Text("permuted position p -> source row (a group of %d rows of K)", rg);
+      wrapped_text("permuted position p -> source row (a group of %d rows of K)", rg);
       const auto h1 = s.rows_fwd.draw("rfwd", ImVec2(cw * rg, 2.2f * em));
       for (int c = 0; c < rg; ++c)
         cell_text(s.rows_fwd, c, 0, std::to_string(static_cast<int>(s.rows_fwd.value(c, 0))), ui);
@@ -457,7 +459,7 @@ void draw_layouts(Model& m, const Ui& ui) {
       ImGui::TextUnformatted("Closed form (E elements per word)");
       formula(ui, s.bits == 4 ? "src(p) = 8*((p mod 8)/2) + p mod 2 + 2*(p/8)\nE = 8, groups of 32 rows"
                               : "src(p) = 8*((p mod 4)/2) + p mod 2 + 2*(p/4)\nE = 4, groups of 16 rows");
-      ImGui::TextWrapped(
+      wrapped_text(
           "Rows are taken in pairs (p mod 2), so each word holds rows 8 apart in both halves: after the "
           "register interleave a thread's fragment sees consecutive k.");
       if (row >= 0) {
@@ -473,7 +475,7 @@ void draw_layouts(Model& m, const Ui& ui) {
   if (ImGui::BeginTabItem("Column interleave", nullptr, tab_flags(kColumns))) {
     if (two_columns("cols")) {
       const float cw = std::min(3.0f * em, pic_w / static_cast<float>(il * v));
-      ImGui::Text("word r of column n (%d columns x %d words = 64 rows of K) -> word of the tile", il, v);
+      wrapped_text("word r of column n (%d columns x %d words = 64 rows of K) -> word of the tile", il, v);
       const auto h1 = s.cols_fwd.draw("cfwd", ImVec2(cw * v, 2.0f * em * il));
       for (int n = 0; n < il; ++n)
         for (int r = 0; r < v; ++r)
@@ -501,7 +503,7 @@ void draw_layouts(Model& m, const Ui& ui) {
               : "I = 2 columns, V = 16 words (64 rows)\nword(n, r) = I*(r - r mod V) + V*(n mod I) + r mod "
                 "V\n"
                 "tile column = n / I");
-      ImGui::TextWrapped(
+      wrapped_text(
           "Each 64-row slice of I neighbouring columns becomes one contiguous 128-byte tile, so a warp reads "
           "whole tiles with wide loads.");
       if (from >= 0) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <imgui.h>
 
+#include <algorithm>
 #include <string>
 
 #include "app/gui/model.hpp"
@@ -114,15 +115,16 @@ void draw_lop3(Model& m, const Ui& ui) {
   const Edit e = hex_input("immLut", &lut, 2, &err, ui, "lop3.lut", 5.0f);
   if (e == Edit::Changed) m.lop3_lut = static_cast<uint8_t>(lut);
   if (e == Edit::Rejected) m.set_error(err);
-  ImGui::SameLine(0, 2.0f * ui.em);
+  same_line_if_fits(12.0f * ui.em, 2.0f * ui.em);
   dim_text("PTX convention: immLut = F(a = 0xF0, b = 0xCC, c = 0xAA)");
 
   if (g.shown_lut != m.lop3_lut && g.expr_error.empty()) {
     g.expr = bits::minimal_lop3_expr(m.lop3_lut);
     g.shown_lut = m.lop3_lut;
   }
-  ImGui::SetNextItemWidth(24.0f * ui.em);
-  if (ui.mono) ImGui::PushFont(ui.mono);
+  if (ui.mono) ImGui::PushFont(ui.mono);  // the label too: its width in the monospace font
+  ImGui::SetNextItemWidth(std::clamp(ImGui::GetContentRegionAvail().x - labelled_width(0, "expression"),
+                                     10.0f * ui.em, 24.0f * ui.em));
   bool apply = text_input("expression", &g.expr, ImGuiInputTextFlags_EnterReturnsTrue);
   if (ui.mono) ImGui::PopFont();
   if (ImGui::IsItemHovered()) {
@@ -165,7 +167,8 @@ void draw_lop3(Model& m, const Ui& ui) {
   mono_text(ui, "minimal: %s", bits::minimal_lop3_expr(m.lop3_lut).c_str());
   dim_text("(%d operator%s)", bits::minimal_lop3_cost(m.lop3_lut),
            bits::minimal_lop3_cost(m.lop3_lut) == 1 ? "" : "s");
-  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + 40.0f * ui.em);
+  ImGui::PushTextWrapPos(
+      std::min(ImGui::GetCursorPosX() + 40.0f * ui.em, ImGui::GetContentRegionMax().x + ImGui::GetScrollX()));
   mono_text(ui, "rows (DNF): %s", dnf(m.lop3_lut).c_str());
   ImGui::PopTextWrapPos();
   ImGui::Spacing();
@@ -182,7 +185,7 @@ void draw_lop3(Model& m, const Ui& ui) {
     } else if (oe == Edit::Changed) {
       g.operand_error.clear();
     }
-    if (k < 2) ImGui::SameLine();
+    if (k < 2) same_line_if_fits(labelled_width(8.0f * ui.em, names[k + 1]));
   }
   error_text(g.operand_error);
   ImGui::EndGroup();

@@ -70,11 +70,11 @@ void draw_prmt(Model& m, const Ui& ui) {
     }
   };
   report(hex_input("a", &m.prmt_a, 8, &err, ui, "prmt.a"));
-  ImGui::SameLine();
+  same_line_if_fits(labelled_width(8.0f * ui.em, "b"));
   report(hex_input("b", &m.prmt_b, 8, &err, ui, "prmt.b"));
-  ImGui::SameLine();
+  same_line_if_fits(labelled_width(6.0f * ui.em, "selector"));
   report(hex_input("selector", &m.prmt_sel, 4, &err, ui, "prmt.sel", 6.0f));
-  ImGui::SameLine();
+  same_line_if_fits(labelled_width(7.0f * ui.em, "mode"));
   int mode = static_cast<int>(m.prmt_mode);
   ImGui::SetNextItemWidth(7.0f * ui.em);
   if (ImGui::Combo("mode", &mode, kModes, IM_ARRAYSIZE(kModes)))
@@ -83,7 +83,7 @@ void draw_prmt(Model& m, const Ui& ui) {
     if (auto i = script_choice(m, "prmt.mode", *s, kModes, [](const char* name) { return name; }))
       m.prmt_mode = static_cast<bits::PrmtMode>(*i);
   }
-  ImGui::SameLine();
+  same_line_if_fits(button_width("identity example"));
   if (ImGui::Button("identity example")) {
     m.prmt_a = 0x03020100u;
     m.prmt_b = 0x07060504u;
@@ -105,7 +105,8 @@ void draw_prmt(Model& m, const Ui& ui) {
   }
   ImGui::TextUnformatted("source {b, a}:  b = b7 b6 b5 b4,  a = b3 b2 b1 b0");
   ImVec2 smin[8], smax[8];
-  byte_boxes("src", src, 8, 0, src_fill, ui, smin, smax);
+  const float box = byte_box_width(ui, 8);
+  byte_boxes("src", src, 8, 0, src_fill, ui, smin, smax, -1, "b", box);
   ImGui::Dummy(ImVec2(0, 3.0f * ui.em));
 
   // Destination bytes: where each comes from.
@@ -123,10 +124,9 @@ void draw_prmt(Model& m, const Ui& ui) {
     dst_fill[i] = sign[i] ? IM_COL32(90, 90, 90, 255) : src_fill[from[i]];
   }
   // Centre the four destination boxes under the eight sources.
-  const float box_w = 3.6f * ui.em + 0.4f * ui.em;
-  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + 2.0f * box_w);
+  ImGui::SetCursorPosX(ImGui::GetCursorPosX() + 2.0f * (box + byte_box_gap(ui)));
   ImVec2 dmin[4], dmax[4];
-  const int clicked = byte_boxes("dst", dst, 4, 0, dst_fill, ui, dmin, dmax, -1, "d");
+  const int clicked = byte_boxes("dst", dst, 4, 0, dst_fill, ui, dmin, dmax, -1, "d", box);
   if (clicked >= 0 && generic) {
     const uint32_t nib = ((m.prmt_sel >> (4 * clicked)) + 1u) & 0xFu;
     m.prmt_sel = (m.prmt_sel & ~(0xFu << (4 * clicked))) | (nib << (4 * clicked));

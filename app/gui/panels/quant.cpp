@@ -348,10 +348,16 @@ void draw_quant(Model& m, const Ui& ui) {
   if (ImGui::BeginTable("quant inputs", 2, ImGuiTableFlags_BordersInnerV)) {
     ImGui::TableNextColumn();
     ImGui::TextUnformatted("Matrix [N, K]");
+    // A path field: 24 em, or what the column leaves beside `beside` (a button or a label), at least 10 em.
+    const auto path_width = [em](const char* beside) {
+      const float room =
+          ImGui::GetContentRegionAvail().x - button_width(beside) - ImGui::GetStyle().ItemSpacing.x;
+      return std::clamp(room, 10 * em, 24 * em);
+    };
     changed |= ImGui::RadioButton("generated", &s.source, 0);
-    ImGui::SameLine();
+    same_line_if_fits(check_width(".npy file"));
     changed |= ImGui::RadioButton(".npy file", &s.source, 1);
-    ImGui::SameLine();
+    same_line_if_fits(check_width(".safetensors tensor"));
     changed |= ImGui::RadioButton(".safetensors tensor", &s.source, 2);
     if (s.source == 0) {
       const char* dists[] = {"normal (0, 0.02)", "uniform [-0.05, 0.05)", "normal with outliers"};
@@ -359,19 +365,19 @@ void draw_quant(Model& m, const Ui& ui) {
       changed |= ImGui::Combo("distribution", &s.dist, dists, 3);
       ImGui::SetNextItemWidth(6 * em);
       changed |= ImGui::InputInt("seed", &s.seed);
-      ImGui::SameLine();
+      same_line_if_fits(labelled_width(8 * em, "shape NxK"));
       ImGui::SetNextItemWidth(8 * em);
       if (text_input("shape NxK", &s.shape, ImGuiInputTextFlags_EnterReturnsTrue)) changed = true;
       if (ImGui::IsItemDeactivatedAfterEdit()) changed = true;
     } else if (s.source == 1) {
-      ImGui::SetNextItemWidth(24 * em);
+      ImGui::SetNextItemWidth(path_width("Load .npy"));
       text_input("##npy", &s.npy_path);
-      ImGui::SameLine();
+      same_line_if_fits(button_width("Load .npy"));
       changed |= ImGui::Button("Load .npy");
     } else {
-      ImGui::SetNextItemWidth(24 * em);
+      ImGui::SetNextItemWidth(path_width("List tensors"));
       text_input("##st", &s.st_path);
-      ImGui::SameLine();
+      same_line_if_fits(button_width("List tensors"));
       if (ImGui::Button("List tensors")) {
         s.st_names.clear();
         s.input_error.clear();
@@ -385,7 +391,7 @@ void draw_quant(Model& m, const Ui& ui) {
         }
       }
       if (!s.st_names.empty()) {
-        ImGui::SetNextItemWidth(24 * em);
+        ImGui::SetNextItemWidth(path_width("tensor"));
         if (ImGui::BeginCombo("tensor", s.st_names[s.st_index].c_str())) {
           for (int i = 0; i < static_cast<int>(s.st_names.size()); ++i) {
             if (ImGui::Selectable(s.st_names[i].c_str(), i == s.st_index)) {
@@ -395,7 +401,7 @@ void draw_quant(Model& m, const Ui& ui) {
           }
           ImGui::EndCombo();
         }
-        ImGui::SameLine();
+        same_line_if_fits(button_width("Load tensor"));
         changed |= ImGui::Button("Load tensor");
       }
     }
@@ -409,7 +415,10 @@ void draw_quant(Model& m, const Ui& ui) {
       changed = true;
     }
     const Scheme sc = kSchemes[s.scheme];
-    ImGui::SameLine();
+    if (sc == Scheme::Nf4)
+      same_line_if_fits(labelled_width(6 * em, "blocksize"));
+    else
+      same_line_if_fits(labelled_width(8 * em, "group"));
     if (sc == Scheme::Nf4) {
       const char* bs[] = {"32", "64", "128", "256", "512", "1024", "2048", "4096"};
       int i = s.blocksize_log2 - 5;
@@ -446,7 +455,7 @@ void draw_quant(Model& m, const Ui& ui) {
     if (for_recipes.group == 0) for_recipes.group = 128;
     const auto rs = recipes_for(for_recipes);
     s.recipe_choice = std::min<int>(s.recipe_choice, static_cast<int>(rs.size()) - 1);
-    ImGui::SameLine();
+    same_line_if_fits(labelled_width(12 * em, "dequant recipe"));
     ImGui::SetNextItemWidth(12 * em);
     if (ImGui::BeginCombo("dequant recipe", recipes::spec_of(rs[s.recipe_choice]).name)) {
       for (int i = 0; i < static_cast<int>(rs.size()); ++i) {
@@ -461,7 +470,7 @@ void draw_quant(Model& m, const Ui& ui) {
     if (running) ImGui::BeginDisabled();
     if (ImGui::Button("Run again")) changed = true;
     if (running) ImGui::EndDisabled();
-    ImGui::SameLine();
+    same_line_if_fits(8 * em);
     dim_text("on %s",
              m.active ? (m.active->info().backend == "cuda" ? m.active->info().name.c_str() : "the CPU twin")
                       : "no backend");
@@ -575,7 +584,7 @@ void draw_quant(Model& m, const Ui& ui) {
     float hx = 0;
     int hb = -1;
     if (spec.scheme == Scheme::Nf4) {
-      ImGui::TextWrapped("w / absmax of its block, the 16 NF4 levels, and N(0, %.3f) (white)", r.norm_sigma);
+      wrapped_text("w / absmax of its block, the 16 NF4 levels, and N(0, %.3f) (white)", r.norm_sigma);
       std::vector<double> codes;
       for (uint32_t c = 0; c < 16; ++c) codes.push_back(quant::f32_of(recipes::nf4_code_bits(c)));
       // The normal density with the histogram's area, at each bin centre.
@@ -602,8 +611,8 @@ void draw_quant(Model& m, const Ui& ui) {
       dim_text("block %d of row %d: absmax %.5g", s.group_index, s.group_row,
                static_cast<double>(r.q.absmax[static_cast<size_t>(s.group_row) * groups + s.group_index]));
     } else {
-      ImGui::TextWrapped("weights, and the %zu levels of %s %d of row %d (yellow)", levels.size(),
-                         spec.group == r.k ? "channel" : "group", s.group_index, s.group_row);
+      wrapped_text("weights, and the %zu levels of %s %d of row %d (yellow)", levels.size(),
+                   spec.group == r.k ? "channel" : "group", s.group_index, s.group_row);
       hb = histogram("w hist", r.hist, r.lo, r.hi, levels, nullptr, ImVec2(plot_w, plot_h), ui, &hx);
       if (hb >= 0) {
         ImGui::BeginTooltip();

@@ -338,7 +338,7 @@ void draw_listing(Model& m, const Ui& ui) {
       counts +=
           fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, sass::class_name(static_cast<OpClass>(i)));
   }
-  ImGui::TextWrapped("%s", counts.c_str());
+  wrapped_text("%s", counts.c_str());
   if (row.pe) {
     dim_text("per element: %.2f instructions (%d in the %s marked on the left, %d elements a thread)",
              row.pe->total(), row.pe->counts.total, row.pe->loop ? "loop" : "kernel", row.pe->elements);
@@ -422,7 +422,7 @@ bool sass_view_busy() { return g.loading.valid(); }
 
 void draw_sass(Model& m, const Ui& ui) {
   if (sass::embedded().empty()) {
-    ImGui::TextWrapped("%s", std::string(sass::unavailable_reason()).c_str());
+    wrapped_text("%s", std::string(sass::unavailable_reason()).c_str());
     ImGui::TextDisabled("The other views do not need it.");
     // A script's keys for the listing are answered with the reason rather than waited for.
     for (const char* key : {"sass.filter", "sass.kernel"}) {
@@ -465,7 +465,7 @@ void draw_sass(Model& m, const Ui& ui) {
     return;
   }
   if (g.rows.empty()) {
-    ImGui::TextWrapped("No kernels for %s in this build.", g.arch.c_str());
+    wrapped_text("No kernels for %s in this build.", g.arch.c_str());
     return;
   }
   if (auto s = scripted("sass.kernel")) {

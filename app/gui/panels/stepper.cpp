@@ -265,7 +265,7 @@ void draw_step(Model& m, const Ui& ui) {
   if (ui.mono) ImGui::PushFont(ui.mono);
   ImGui::TextColored(palette::to_vec4(palette::kHighlight), "%s", s.ptx.c_str());
   if (ui.mono) ImGui::PopFont();
-  ImGui::TextWrapped("%s", s.meaning.c_str());
+  wrapped_text("%s", s.meaning.c_str());
   if (s.kind == OpKind::Lop3) {
     ImGui::SameLine();
     if (ImGui::SmallButton("open in LOP3 view")) m.open_step_in_view(m.step);

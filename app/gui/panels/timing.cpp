@@ -481,30 +481,34 @@ void draw_timing(Model& m, const Ui& ui) {
 
   // ---- what to time ----
   ImGui::Text("%s", s.device_line.c_str());
-  if (ImGui::BeginTable("bench setup", 2, ImGuiTableFlags_BordersInnerV)) {
-    ImGui::TableSetupColumn("kernels", ImGuiTableColumnFlags_WidthStretch, 2.0f);
-    ImGui::TableSetupColumn("settings", ImGuiTableColumnFlags_WidthStretch, 1.0f);
-    ImGui::TableNextColumn();
+  const auto draw_kernels = [&] {
     ImGui::TextUnformatted("Kernels");
-    ImGui::SameLine();
+    same_line_if_fits(12 * em);
     ImGui::SetNextItemWidth(12 * em);
     const bool entered =
         text_input("##glob", &s.glob, ImGuiInputTextFlags_EnterReturnsTrue, "a pattern, e.g. gemm/*");
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
           "A pattern over the names, as bench --kernel takes: gemm/*, dequant/*-int4-*, *-bf16");
-    ImGui::SameLine();
+    const float pad = 2 * ImGui::GetStyle().FramePadding.x;
+    same_line_if_fits(ImGui::CalcTextSize("select matching").x + pad);
     if (ImGui::SmallButton("select matching") || entered) select_matching(s, m);
-    ImGui::SameLine();
+    same_line_if_fits(ImGui::CalcTextSize("clear").x + pad);
     if (ImGui::SmallButton("clear")) s.chosen.clear();
-    ImGui::SameLine();
-    dim_text("%zu of %zu chosen", s.chosen.size(), s.kernels.size());
-    // Every kernel in view where 30% of the window's height allows, else four rows and a scroll bar.
+    const std::string count = fmt::format("{} of {} chosen", s.chosen.size(), s.kernels.size());
+    same_line_if_fits(ImGui::CalcTextSize(count.c_str()).x);
+    dim_text("%s", count.c_str());
+    // As many columns as the widest name allows (three at the normal text size from about 1100 px);
+    // every kernel in view where 30% of the window's height allows, else four rows and a scroll bar.
+    float widest = 0;
+    for (const std::string& k : s.kernels) widest = std::max(widest, check_width(k.c_str()));
+    const float cell = widest + 2 * ImGui::GetStyle().CellPadding.x + ImGui::GetStyle().ScrollbarSize / 3;
+    const int columns = std::clamp(static_cast<int>((ImGui::GetContentRegionAvail().x - em) / cell), 1, 3);
     const float row_h = ImGui::GetFrameHeightWithSpacing();
-    const float rows_all = std::ceil(static_cast<float>(s.kernels.size()) / 3.0f);
+    const float rows_all = std::ceil(static_cast<float>(s.kernels.size()) / static_cast<float>(columns));
     const float rows_fit = std::max(4.0f, std::floor(0.3f * ImGui::GetMainViewport()->Size.y / row_h));
     ImGui::BeginChild("kernel list", ImVec2(0, std::min(rows_all, rows_fit) * row_h + em), true);
-    if (ImGui::BeginTable("kernel grid", 3)) {
+    if (ImGui::BeginTable("kernel grid", columns)) {
       for (const std::string& k : s.kernels) {
         ImGui::TableNextColumn();
         bool on = s.chosen.count(k) > 0;
@@ -518,11 +522,17 @@ void draw_timing(Model& m, const Ui& ui) {
       ImGui::EndTable();
     }
     ImGui::EndChild();
-    ImGui::TableNextColumn();
-    // A field 16 em wide where the column leaves its label room beside it (at 1280 px it does not).
-    const auto field_width = [em](const char* label) {
-      const float room = ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(label).x -
-                         ImGui::GetStyle().ItemInnerSpacing.x;
+  };
+  // The settings' widest row: the group, cold and warm.
+  const float spacing = ImGui::GetStyle().ItemSpacing.x, inner = ImGui::GetStyle().ItemInnerSpacing.x;
+  const float settings_w = std::max(5 * em + inner + ImGui::CalcTextSize("group").x + 2 * spacing +
+                                        check_width("cold (L2 flushed)") + check_width("warm"),
+                                    10 * em + inner + ImGui::CalcTextSize("rows of X (gemv / gemm)").x) +
+                           2 * ImGui::GetStyle().CellPadding.x;
+  const auto draw_settings = [&] {
+    // A field 16 em wide where the column leaves its label room beside it, at least 6 em.
+    const auto field_width = [em, inner](const char* label) {
+      const float room = ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(label).x - inner;
       return std::clamp(room, 6 * em, 16 * em);
     };
     ImGui::SetNextItemWidth(field_width("shapes NxK"));
@@ -556,9 +566,9 @@ void draw_timing(Model& m, const Ui& ui) {
     const char* groups[] = {"32", "64", "128"};
     ImGui::SetNextItemWidth(5 * em);
     ImGui::Combo("group", &s.group_choice, groups, 3);
-    ImGui::SameLine();
+    same_line_if_fits(check_width("cold (L2 flushed)"));
     ImGui::RadioButton("cold (L2 flushed)", &s.cold, 1);
-    ImGui::SameLine();
+    same_line_if_fits(check_width("warm"));
     ImGui::RadioButton("warm", &s.cold, 0);
     ImGui::SetNextItemWidth(8 * em);
     ImGui::SliderFloat("max noise %", &s.max_noise_pct, 0.5f, 10.0f, "%.1f");
@@ -571,7 +581,21 @@ void draw_timing(Model& m, const Ui& ui) {
     } else if (ImGui::Button("Run")) {
       start(s, m);
     }
-    ImGui::EndTable();
+  };
+  // Side by side where the kernels keep 30 em beside the settings, else the settings below the kernels.
+  if (ImGui::GetContentRegionAvail().x - settings_w >= 30 * em) {
+    if (ImGui::BeginTable("bench setup", 2, ImGuiTableFlags_BordersInnerV)) {
+      ImGui::TableSetupColumn("kernels", ImGuiTableColumnFlags_WidthStretch);
+      ImGui::TableSetupColumn("settings", ImGuiTableColumnFlags_WidthFixed, settings_w);
+      ImGui::TableNextColumn();
+      draw_kernels();
+      ImGui::TableNextColumn();
+      draw_settings();
+      ImGui::EndTable();
+    }
+  } else {
+    draw_kernels();
+    draw_settings();
   }
   if (s.job.valid()) {
     const int done = s.control.done.load(), total = std::max(1, s.control.total.load());
