@@ -343,9 +343,11 @@ void draw_quant(Model& m, const Ui& ui) {
     s.source = 1, s.dirty = true;
   }
 
-  // ---- inputs: a table of two columns, the matrix and the scheme ----
+  // ---- inputs: a table of two columns, the matrix and the scheme; one above the other where the two
+  // do not fit side by side (a large text size): each column then starts a row ----
   bool changed = false;
-  if (ImGui::BeginTable("quant inputs", 2, ImGuiTableFlags_BordersInnerV)) {
+  const int input_columns = ImGui::GetContentRegionAvail().x >= 50 * em ? 2 : 1;
+  if (ImGui::BeginTable("quant inputs", input_columns, ImGuiTableFlags_BordersInnerV)) {
     ImGui::TableNextColumn();
     ImGui::TextUnformatted("Matrix [N, K]");
     // A path field: 24 em, or what the column leaves beside `beside` (a button or a label), at least 10 em.
@@ -556,9 +558,9 @@ void draw_quant(Model& m, const Ui& ui) {
   const std::string mode = spec.scheme == Scheme::Nf4 ? "blocksize " + std::to_string(spec.group)
                            : spec.group == r.k        ? std::string("per channel")
                                                       : "group " + std::to_string(spec.group);
-  ImGui::Text("%lldx%lld, %s, %s, %s layout, dequantized by %s", static_cast<long long>(r.n),
-              static_cast<long long>(r.k), kSchemeNames[static_cast<int>(spec.scheme)], mode.c_str(),
-              layout_name(spec.layout), recipes::spec_of(r.req.recipe).name);
+  wrapped_text("%lldx%lld, %s, %s, %s layout, dequantized by %s", static_cast<long long>(r.n),
+               static_cast<long long>(r.k), kSchemeNames[static_cast<int>(spec.scheme)], mode.c_str(),
+               layout_name(spec.layout), recipes::spec_of(r.req.recipe).name);
   ImGui::PushFont(ui.mono);
   ImGui::Text("max |error| %.4g   MSE %.4g   SNR %.2f dB   (%.2f s)", r.max_abs, r.mse, r.snr_db, r.seconds);
   ImGui::PopFont();
