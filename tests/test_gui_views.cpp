@@ -237,6 +237,19 @@ TEST_CASE("--text-scale: the text drawn larger") {
   CHECK(h2 > h1 * 8 / 5);
 }
 
+TEST_CASE("layouts view: a screenshot outlines only the element pinned, not one under the server's pointer") {
+  // The outline colour (palette::kHighlight, 255 220 80) marks the hovered or pinned element in both maps.
+  constexpr uint32_t kHighlight = 0xFFDC50;
+  const Outcome plain = screenshot("layouts", "layouts.tab=tile");
+  INFO(plain.output);
+  REQUIRE(plain.picture.ok());
+  CHECK_FALSE(plain.picture.has(kHighlight));
+  const Outcome pinned = screenshot("layouts", "layouts.tab=tile;layouts.element=3,55");
+  INFO(pinned.output);
+  REQUIRE(pinned.picture.ok());
+  CHECK(pinned.picture.has(kHighlight));
+}
+
 TEST_CASE("timing view: kernels picked by a pattern, as bench --kernel takes them") {
   const std::string json = tmp("bench-select.json");
   const Outcome o = timed_run(

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <charconv>
 #include <chrono>
 #include <csignal>
@@ -572,6 +573,9 @@ int run_gui(const GuiOptions& opt) {
     }
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    // A rendered picture does not depend on where the server's pointer happens to be (the middle of
+    // Xvfb's screen hovered a cell and drew its tooltip into screenshots).
+    if (headless) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
     ImGui::NewFrame();
     handle_keys(s);
     advance_play(s);
