@@ -61,9 +61,12 @@ void expect(const Tensor& t, DType dt, size_t dims, const std::string& path, con
 
 // The first value of a [rows, cols] array of scales or absmax that the dequantization cannot use (NaN
 // or infinite; for absmax also below 0), with where it is and what the file must hold.
-void check_params(const std::vector<double>& v, const Tensor& t, const std::string& path, bool absmax) {
+// `value` reads element i of `v` as a double (fp16 bits, or a float as it stands).
+template <class T, class Value>
+void check_params(const std::vector<T>& v, Value value, const Tensor& t, const std::string& path,
+                  bool absmax) {
   for (size_t i = 0; i < v.size(); ++i) {
-    const double x = v[i];
+    const double x = value(v[i]);
     if (std::isfinite(x) && !(absmax && x < 0.0)) continue;
     const int64_t cols = t.shape[1];
     const std::string what = std::isnan(x)   ? "NaN"
@@ -199,7 +202,8 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
           fmt::format("'{}' has {} rows; qweight.npy has N = {}{}", params_path, params.shape[0], q.n, hint));
     groups = params.shape[1];
     q.absmax = values_of<float>(params);
-    check_params(std::vector<double>(q.absmax.begin(), q.absmax.end()), params, params_path, true);
+    check_params(
+        q.absmax, [](float a) { return static_cast<double>(a); }, params, params_path, true);
   } else {
     params_path = (fs::path(dir) / "scales.npy").string();
     params = read_npy(params_path);
@@ -211,9 +215,8 @@ QuantizedMatrix load_quantized(const std::string& dir, QuantSpec spec) {
       throw Error(
           fmt::format("'{}' covers N = {} columns; qweight.npy has N = {}{}", params_path, nn, q.n, hint));
     q.scales = values_of<uint16_t>(params);
-    std::vector<double> values(q.scales.size());
-    for (size_t i = 0; i < values.size(); ++i) values[i] = bits::to_double(q.scales[i], bits::kF16);
-    check_params(values, params, params_path, false);
+    check_params(
+        q.scales, [](uint16_t h) { return bits::to_double(h, bits::kF16); }, params, params_path, false);
   }
   if (groups < 1 || q.k % groups != 0) {
     throw Error(fmt::format("'{}' has {} groups per row, which does not divide K = {}{}", params_path, groups,
