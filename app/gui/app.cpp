@@ -248,8 +248,6 @@ void draw_menu(Shell& s) {
   }
   if (ImGui::BeginMenu("View")) {
     for (int i = 0; i < static_cast<int>(ViewId::Count); ++i) {
-      char key[8];
-      std::snprintf(key, sizeof key, "%d", i + 1);
       if (ImGui::MenuItem(kTitles[i], nullptr, m.view == static_cast<ViewId>(i)))
         m.view = static_cast<ViewId>(i);
     }
