@@ -490,10 +490,9 @@ void draw_timing(Model& m, const Ui& ui) {
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip(
           "A pattern over the names, as bench --kernel takes: gemm/*, dequant/*-int4-*, *-bf16");
-    const float pad = 2 * ImGui::GetStyle().FramePadding.x;
-    same_line_if_fits(ImGui::CalcTextSize("select matching").x + pad);
+    same_line_if_fits(button_width("select matching"));
     if (ImGui::SmallButton("select matching") || entered) select_matching(s, m);
-    same_line_if_fits(ImGui::CalcTextSize("clear").x + pad);
+    same_line_if_fits(button_width("clear"));
     if (ImGui::SmallButton("clear")) s.chosen.clear();
     const std::string count = fmt::format("{} of {} chosen", s.chosen.size(), s.kernels.size());
     same_line_if_fits(ImGui::CalcTextSize(count.c_str()).x);
