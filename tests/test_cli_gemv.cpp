@@ -353,6 +353,39 @@ TEST_CASE("gemv: the format comes from the files, and a second quant into the fo
         "nf4 blocksize 64, plain layout");
 }
 
+TEST_CASE("gemv: the format named in format.json where the files' shapes fit two") {
+  const std::string d = tmp("named");
+  const std::string q = d + "/q";
+  // int4 in the mixed-GEMM layout at N G = 4 K (64 x 1024, group 64): qweight [16, 2048] and scales
+  // [16, 64] also read as plain int4 [16, 4096] in groups of 64.
+  REQUIRE(run("quant --scheme int4-sym --layout ft --group 64 --random normal --shape 64x1024 --out-dir " +
+              q + " --backend cpu")
+              .status == 0);
+  write_f32(d + "/x.npy", {M, 1024}, normal(M * 1024, 3, 1.0));
+  std::ifstream named(q + "/format.json");
+  const nlohmann::json f = nlohmann::json::parse(named);
+  CHECK(f == nlohmann::json{{"scheme", "int4-sym"}, {"layout", "ft"}, {"group", 64}, {"n", 64}, {"k", 1024}});
+  CHECK(run_json(gemv_args(q, d + "/x.npy", d + "/y.npy", "--json"))["format"] ==
+        "int4-sym group 64, ft layout");
+  // Without it the shapes fit both: a sentence, and nothing written.
+  fs::remove(q + "/format.json");
+  CHECK(refused(gemv_args(q, d + "/x.npy", d + "/y2.npy", ""))
+            .find("fit int4-sym (plain) and int4-sym (ft) by their shapes, and the folder has no format.json "
+                  "to say which: name the format with --scheme and --layout") != std::string::npos);
+  CHECK(!exists(d + "/y2.npy"));
+  CHECK(
+      run_json(gemv_args(q, d + "/x.npy", d + "/y2.npy", "--scheme int4-sym --layout ft --json"))["format"] ==
+      "int4-sym group 64, ft layout");
+  // A format.json that is not one quant writes is named, not guessed around.
+  std::ofstream(q + "/format.json") << R"({"scheme": "int5", "layout": "ft"})";
+  CHECK(refused(gemv_args(q, d + "/x.npy", d + "/y3.npy", "")).find("format.json' names no scheme 'int5'") !=
+        std::string::npos);
+  std::ofstream(q + "/format.json") << "int4-sym ft";
+  CHECK(refused(gemv_args(q, d + "/x.npy", d + "/y3.npy", "")).find("format.json' is not JSON") !=
+        std::string::npos);
+  CHECK(!exists(d + "/y3.npy"));
+}
+
 TEST_CASE("gemv: bad input is refused with one sentence and nothing is written") {
   const std::string d = tmp("bad");
   write_inputs(d);

@@ -84,8 +84,8 @@ std::string format_label(Scheme s, Layout l) {
   return fmt::format("{} ({})", scheme_name(s), layout_name(l));
 }
 
-// Every format whose files in `dir` fit together by dtype and shape. quant writes a format's files
-// and leaves those of other formats alone, so a reused folder can fit more than one.
+// Every format whose files in `dir` fit together by dtype and shape, for a folder without format.json
+// (files from elsewhere). Plain int4 and the mixed-GEMM layout's int4 both fit where N G = 4 K.
 std::vector<Candidate> formats_in(const fs::path& dir) {
   const NpyHead q = peek_npy(dir / "qweight.npy");
   const NpyHead sc = peek_npy(dir / "scales.npy");
@@ -114,26 +114,17 @@ QuantizedMatrix load_weight(const std::string& dir, const std::string& scheme, c
   QuantSpec spec;
   spec.group = 0;  // from the files
   if (!scheme.empty()) {
-    if (scheme == "int8-sym")
-      spec.scheme = Scheme::Int8Sym;
-    else if (scheme == "int4-sym")
-      spec.scheme = Scheme::Int4Sym;
-    else if (scheme == "int4-asym")
-      spec.scheme = Scheme::Int4Asym;
-    else if (scheme == "nf4")
-      spec.scheme = Scheme::Nf4;
-    else
+    const auto s = scheme_of_name(scheme);
+    if (!s)
       throw UserError(fmt::format("'{}' is not a scheme: use int8-sym, int4-sym, int4-asym or nf4", scheme));
-    if (layout.empty())
+    spec.scheme = *s;
+    if (layout.empty()) {
       spec.layout = spec.scheme == Scheme::Int4Asym ? Layout::Awq : Layout::Plain;
-    else if (layout == "plain")
-      spec.layout = Layout::Plain;
-    else if (layout == "awq")
-      spec.layout = Layout::Awq;
-    else if (layout == "ft")
-      spec.layout = Layout::Ft;
-    else
-      throw UserError(fmt::format("'{}' is not a layout: use plain, awq or ft", layout));
+    } else {
+      const auto l = layout_of_name(layout);
+      if (!l) throw UserError(fmt::format("'{}' is not a layout: use plain, awq or ft", layout));
+      spec.layout = *l;
+    }
   } else {
     if (!layout.empty())
       throw UserError("--layout goes with --scheme: give both, or neither to read them from the files");
@@ -141,7 +132,13 @@ QuantizedMatrix load_weight(const std::string& dir, const std::string& scheme, c
     if (!fs::is_directory(d))
       throw UserError(fmt::format(
           "'{}' is not a folder: --dir takes the folder `dequant-lab quant --out-dir` wrote", dir));
-    const std::vector<Candidate> c = formats_in(d);
+    std::optional<QuantSpec> named;
+    try {
+      named = read_format_file(dir);
+    } catch (const Error& e) {
+      throw UserError(e.what());
+    }
+    const std::vector<Candidate> c = named ? std::vector<Candidate>{{*named, ""}} : formats_in(d);
     if (c.empty()) {
       // Let the reader name the missing or unreadable file, else say what was looked for.
       try {
@@ -160,8 +157,8 @@ QuantizedMatrix load_weight(const std::string& dir, const std::string& scheme, c
       for (size_t i = 0; i < c.size(); ++i)
         names += (i ? (i + 1 == c.size() ? " and " : ", ") : "") + c[i].name;
       throw UserError(
-          fmt::format("the files in '{}' fit {} (left by earlier runs?): name the format with --scheme "
-                      "and --layout",
+          fmt::format("the files in '{}' fit {} by their shapes, and the folder has no format.json to say "
+                      "which: name the format with --scheme and --layout",
                       dir, names));
     }
     spec = c.front().spec;

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "kernels/bits/float.hpp"
 
@@ -15,6 +17,9 @@ namespace dql {
 namespace fs = std::filesystem;
 using quant::Layout;
 using quant::Scheme;
+
+// The file that names a folder's format (files.hpp).
+constexpr const char* kFormatFile = "format.json";
 
 const char* scheme_name(Scheme s) {
   switch (s) {
@@ -33,6 +38,46 @@ const char* layout_name(Layout l) {
     case Layout::Ft: return "ft";
   }
   return "?";
+}
+
+std::optional<Scheme> scheme_of_name(std::string_view name) {
+  for (Scheme s : {Scheme::Int8Sym, Scheme::Int4Sym, Scheme::Int4Asym, Scheme::Nf4})
+    if (name == scheme_name(s)) return s;
+  return std::nullopt;
+}
+
+std::optional<Layout> layout_of_name(std::string_view name) {
+  for (Layout l : {Layout::Plain, Layout::Awq, Layout::Ft})
+    if (name == layout_name(l)) return l;
+  return std::nullopt;
+}
+
+std::optional<QuantSpec> read_format_file(const std::string& dir) {
+  const fs::path path = fs::path(dir) / kFormatFile;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  const auto refuse = [&](const std::string& why) {
+    return Error(
+        fmt::format("'{}' {}: it should hold what `dequant-lab quant` writes, e.g. {{\"scheme\": "
+                    "\"int4-sym\", \"layout\": \"ft\", ...}}; remove it to have the format read "
+                    "from the files' shapes",
+                    path.string(), why));
+  };
+  std::ifstream in(path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception&) {
+    throw refuse("is not JSON");
+  }
+  if (!j.is_object() || !j.contains("scheme") || !j.contains("layout") || !j["scheme"].is_string() ||
+      !j["layout"].is_string())
+    throw refuse("does not name a scheme and a layout");
+  const auto scheme = scheme_of_name(j["scheme"].get<std::string>());
+  const auto layout = layout_of_name(j["layout"].get<std::string>());
+  if (!scheme) throw refuse(fmt::format("names no scheme '{}'", j["scheme"].get<std::string>()));
+  if (!layout) throw refuse(fmt::format("names no layout '{}'", j["layout"].get<std::string>()));
+  return QuantSpec{*scheme, *layout, 0};
 }
 
 namespace {
@@ -148,17 +193,30 @@ std::vector<std::string> save_quantized(const std::string& dir, const QuantizedM
   fs::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("cannot create the folder '{}': {}", dir, ec.message()));
   std::vector<std::string> written;
+  const nlohmann::json format = {{"scheme", scheme_name(q.spec.scheme)},
+                                 {"layout", layout_name(q.spec.layout)},
+                                 {q.spec.scheme == Scheme::Nf4 ? "blocksize" : "group", q.spec.group},
+                                 {"n", n},
+                                 {"k", k}};
   try {
     for (const auto& [name, t] : files) {
       const std::string tmp = (fs::path(dir) / ("." + name + ".partial")).string();
       write_npy(tmp, t);
       written.push_back(tmp);
     }
+    const std::string tmp = (fs::path(dir) / (std::string(".") + kFormatFile + ".partial")).string();
+    std::ofstream out(tmp);
+    out << format.dump(1) << "\n";
+    written.push_back(tmp);
+    if (!out.flush()) throw Error(fmt::format("cannot write '{}'", tmp));
   } catch (...) {
     for (const auto& w : written) fs::remove(w, ec);
     throw;
   }
-  for (const auto& [name, t] : files) {
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(f.first);
+  names.emplace_back(kFormatFile);
+  for (const std::string& name : names) {
     fs::rename(fs::path(dir) / ("." + name + ".partial"), fs::path(dir) / name, ec);
     if (ec) throw Error(fmt::format("cannot write '{}': {}", (fs::path(dir) / name).string(), ec.message()));
   }
