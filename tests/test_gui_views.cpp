@@ -36,6 +36,21 @@ Outcome screenshot(const std::string& view, const std::string& script) {
   return Outcome{r.status, r.output, dql::test::load_png(png)};
 }
 
+// How many rows, from the first to the last, hold colour `rgb` left of x = `width` from row `from` down (0
+// where none does): the height of text drawn in that colour.
+int rows_holding(const dql::test::Image& im, uint32_t rgb, int from, int width) {
+  int top = -1, bottom = -1;
+  for (int y = from; y < im.h; ++y) {
+    for (int x = 0; x < width; ++x) {
+      if (im.at(x, y) != rgb) continue;
+      if (top < 0) top = y;
+      bottom = y;
+      break;
+    }
+  }
+  return top < 0 ? 0 : bottom - top + 1;
+}
+
 // A scripted benchmark in the timing view, its results saved to `json` (removed first).
 Outcome timed_run(const std::string& script, const std::string& json) {
   std::remove(json.c_str());
@@ -187,36 +202,17 @@ TEST_CASE("status bar: a sentence wider than the window wraps onto more lines") 
   REQUIRE(o.status == 0);
   REQUIRE(o.picture.ok());
   CHECK(o.output.find("the setting is kept") != std::string::npos);
-  // The rows holding the error's colour (palette::kBad, 240 70 70) in the bottom fifth of the window.
-  constexpr uint32_t kBad = 0xF04646;
-  int top = -1, bottom = -1;
-  for (int y = o.picture.h * 4 / 5; y < o.picture.h; ++y) {
-    for (int x = 0; x < o.picture.w; ++x) {
-      if (o.picture.at(x, y) != kBad) continue;
-      if (top < 0) top = y;
-      bottom = y;
-      break;
-    }
-  }
-  REQUIRE(top >= 0);
-  // One line of text is about 13 pixels tall at the default size; the sentence takes three.
-  CHECK(bottom - top > 30);
+  // The rows holding the error's colour (palette::kBad, 240 70 70) in the bottom fifth of the window. One
+  // line of text is about 13 pixels tall at the default size; the sentence takes three.
+  const int rows = rows_holding(o.picture, 0xF04646, o.picture.h * 4 / 5, o.picture.w);
+  CHECK(rows > 31);
 }
 
 TEST_CASE("--text-scale: the text drawn larger") {
   // The status bar's backend line in the default text colour (white): its glyphs' height in the bottom 60
   // rows.
   const auto text_height = [](const dql::test::Image& im) {
-    int top = -1, bottom = -1;
-    for (int y = im.h - 60; y < im.h; ++y) {
-      for (int x = 0; x < im.w / 3; ++x) {
-        if (im.at(x, y) != 0xFFFFFF) continue;
-        if (top < 0) top = y;
-        bottom = y;
-        break;
-      }
-    }
-    return top < 0 ? 0 : bottom - top + 1;
+    return rows_holding(im, 0xFFFFFF, im.h - 60, im.w / 3);
   };
   const auto shot = [](const std::string& scale) {
     const std::string png = tmp("scale.png");

@@ -110,21 +110,41 @@ std::vector<Candidate> formats_in(const fs::path& dir) {
   return c;
 }
 
+// The one format whose files fit `dir` by their shapes (a folder without format.json), or a sentence.
+QuantSpec format_of_shapes(const fs::path& d) {
+  const std::string dir = d.string();
+  const std::vector<Candidate> c = formats_in(d);
+  if (c.empty()) {
+    // Let the reader name the missing or unreadable file, else say what was looked for.
+    try {
+      (void)read_npy((d / "qweight.npy").string());
+      (void)read_npy((d / "scales.npy").string());
+    } catch (const Error& e) {
+      throw UserError(e.what());
+    }
+    throw UserError(
+        fmt::format("the files in '{}' fit no format that `dequant-lab quant` writes: name it with "
+                    "--scheme (and --layout)",
+                    dir));
+  }
+  if (c.size() > 1) {
+    std::string names;
+    for (size_t i = 0; i < c.size(); ++i)
+      names += (i ? (i + 1 == c.size() ? " and " : ", ") : "") + c[i].name;
+    throw UserError(
+        fmt::format("the files in '{}' fit {} by their shapes, and the folder has no format.json to say "
+                    "which: name the format with --scheme and --layout",
+                    dir, names));
+  }
+  return c.front().spec;
+}
+
 QuantizedMatrix load_weight(const std::string& dir, const std::string& scheme, const std::string& layout) {
   QuantSpec spec;
   spec.group = 0;  // from the files
   if (!scheme.empty()) {
-    const auto s = scheme_of_name(scheme);
-    if (!s)
-      throw UserError(fmt::format("'{}' is not a scheme: use int8-sym, int4-sym, int4-asym or nf4", scheme));
-    spec.scheme = *s;
-    if (layout.empty()) {
-      spec.layout = spec.scheme == Scheme::Int4Asym ? Layout::Awq : Layout::Plain;
-    } else {
-      const auto l = layout_of_name(layout);
-      if (!l) throw UserError(fmt::format("'{}' is not a layout: use plain, awq or ft", layout));
-      spec.layout = *l;
-    }
+    spec.scheme = parse_scheme(scheme);
+    spec.layout = parse_layout(layout, spec.scheme);
   } else {
     if (!layout.empty())
       throw UserError("--layout goes with --scheme: give both, or neither to read them from the files");
@@ -138,30 +158,7 @@ QuantizedMatrix load_weight(const std::string& dir, const std::string& scheme, c
     } catch (const Error& e) {
       throw UserError(e.what());
     }
-    const std::vector<Candidate> c = named ? std::vector<Candidate>{{*named, ""}} : formats_in(d);
-    if (c.empty()) {
-      // Let the reader name the missing or unreadable file, else say what was looked for.
-      try {
-        (void)read_npy((d / "qweight.npy").string());
-        (void)read_npy((d / "scales.npy").string());
-      } catch (const Error& e) {
-        throw UserError(e.what());
-      }
-      throw UserError(
-          fmt::format("the files in '{}' fit no format that `dequant-lab quant` writes: name it with "
-                      "--scheme (and --layout)",
-                      dir));
-    }
-    if (c.size() > 1) {
-      std::string names;
-      for (size_t i = 0; i < c.size(); ++i)
-        names += (i ? (i + 1 == c.size() ? " and " : ", ") : "") + c[i].name;
-      throw UserError(
-          fmt::format("the files in '{}' fit {} by their shapes, and the folder has no format.json to say "
-                      "which: name the format with --scheme and --layout",
-                      dir, names));
-    }
-    spec = c.front().spec;
+    spec = named ? *named : format_of_shapes(d);
   }
   try {
     return load_quantized(dir, spec);

@@ -14,26 +14,21 @@
 
 namespace dql::cli {
 
+quant::Scheme parse_scheme(const std::string& s) {
+  if (const auto scheme = scheme_of_name(s)) return *scheme;
+  throw UserError(fmt::format("'{}' is not a scheme: use int8-sym, int4-sym, int4-asym or nf4", s));
+}
+
+quant::Layout parse_layout(const std::string& s, quant::Scheme scheme) {
+  if (s.empty()) return scheme == quant::Scheme::Int4Asym ? quant::Layout::Awq : quant::Layout::Plain;
+  if (const auto layout = layout_of_name(s)) return *layout;
+  throw UserError(fmt::format("'{}' is not a layout: use plain, awq or ft", s));
+}
+
 namespace {
 
 using quant::Layout;
 using quant::Scheme;
-
-Scheme parse_scheme(const std::string& s) {
-  if (s == "int8-sym") return Scheme::Int8Sym;
-  if (s == "int4-sym") return Scheme::Int4Sym;
-  if (s == "int4-asym") return Scheme::Int4Asym;
-  if (s == "nf4") return Scheme::Nf4;
-  throw UserError(fmt::format("'{}' is not a scheme: use int8-sym, int4-sym, int4-asym or nf4", s));
-}
-
-Layout parse_layout(const std::string& s, Scheme scheme) {
-  if (s.empty()) return scheme == Scheme::Int4Asym ? Layout::Awq : Layout::Plain;
-  if (s == "plain") return Layout::Plain;
-  if (s == "awq") return Layout::Awq;
-  if (s == "ft") return Layout::Ft;
-  throw UserError(fmt::format("'{}' is not a layout: use plain, awq or ft", s));
-}
 
 struct SpecOptions {
   std::string scheme, layout;

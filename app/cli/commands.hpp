@@ -7,6 +7,7 @@
 #include <string>
 
 #include "app/common/parse.hpp"
+#include "kernels/quant/quant.hpp"
 
 namespace dql::cli {
 
@@ -23,6 +24,11 @@ T take(front::Parsed<T> p) {
   if (auto* msg = std::get_if<std::string>(&p)) throw UserError(*msg);
   return std::get<T>(p);
 }
+
+// --scheme and --layout as quant, dequant and gemv take them (an empty layout: AWQ's for int4-asym, else
+// plain); UserError with the names accepted for another.
+quant::Scheme parse_scheme(const std::string& s);
+quant::Layout parse_layout(const std::string& s, quant::Scheme scheme);
 
 void add_recipes(CLI::App& app);
 void add_explain(CLI::App& app);

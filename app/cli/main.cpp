@@ -43,7 +43,13 @@ void add_app_options(CLI::App& app, AppOptions& o) {
 
 int open_app(const AppOptions& o) {
 #ifdef DQL_HAVE_GUI
-  return dql::gui::run_gui({o.screenshot, o.view, o.size, o.state, o.frame_report, o.script, o.text_scale});
+  return dql::gui::run_gui({.screenshot = o.screenshot,
+                            .view = o.view,
+                            .size = o.size,
+                            .state = o.state,
+                            .script = o.script,
+                            .frame_report = o.frame_report,
+                            .text_scale = o.text_scale});
 #else
   (void)o;
   fmt::print(stderr,

@@ -11,11 +11,11 @@ struct GuiOptions {
   std::string view;        // the view to open (kViewNames)
   std::string size;        // "WxH" window size
   std::string state;       // a state token to restore
-  std::optional<int>
-      frame_report;  // render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit
-  std::string script;               // for tests: "key=value;key=value" typed into the views in order
-  std::optional<double>
-      text_scale;  // the text size (kTextScaleLeast .. kTextScaleMost), as the View menu sets it
+  std::string script;      // for tests: "key=value;key=value" typed into the views in order
+  // Render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit.
+  std::optional<int> frame_report;
+  // The text size (kTextScaleLeast .. kTextScaleMost), as the View menu sets it.
+  std::optional<double> text_scale;
 };
 
 // The text sizes the View menu and --text-scale offer, as a factor of the normal size.
