@@ -206,6 +206,16 @@ TEST_CASE("settings: defaults, round trip, corrupt file reported") {
   problem.clear();
   dql::gui::load_settings(dir.string(), &problem);
   CHECK(problem.find("wrong type") != std::string::npos);
+  // The text size: what the View menu reaches is kept; beyond it the file is refused, not clamped.
+  { std::ofstream(dir / "settings.json") << "{ \"font_scale\": 3.0 }"; }
+  problem.clear();
+  CHECK(dql::gui::load_settings(dir.string(), &problem).font_scale == 3.0f);
+  CHECK(problem.empty());
+  { std::ofstream(dir / "settings.json") << "{ \"font_scale\": 3.5, \"width\": 1234 }"; }
+  const dql::gui::Settings large = dql::gui::load_settings(dir.string(), &problem);
+  CHECK(problem.find("text scale 3.5 outside 0.6 .. 3") != std::string::npos);
+  CHECK(large.font_scale == 1.0f);
+  CHECK(large.width == dql::gui::Settings{}.width);
   fs::remove_all(dir);
 }
 

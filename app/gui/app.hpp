@@ -14,12 +14,9 @@ struct GuiOptions {
   std::string script;      // for tests: "key=value;key=value" typed into the views in order
   // Render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit.
   std::optional<int> frame_report;
-  // The text size (kTextScaleLeast .. kTextScaleMost), as the View menu sets it.
+  // The text size (kTextScaleLeast .. kTextScaleMost in settings.hpp), as the View menu sets it.
   std::optional<double> text_scale;
 };
-
-// The text sizes the View menu and --text-scale offer, as a factor of the normal size.
-inline constexpr double kTextScaleLeast = 0.6, kTextScaleMost = 3.0;
 
 // Runs the app; returns the process exit status (1: no display or no OpenGL 3.3, 2: bad options).
 int run_gui(const GuiOptions& opt);

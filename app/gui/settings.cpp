@@ -52,8 +52,9 @@ Settings load_settings(const std::string& dir, std::string* problem) {
     return reject(
         fmt::format("holding a window size {}x{} outside 320x240 .. 16384x16384", s.width, s.height));
   }
-  if (!(s.font_scale >= 0.5f && s.font_scale <= 4.0f)) {
-    return reject(fmt::format("holding a font scale {} outside 0.5 .. 4", s.font_scale));
+  if (!(s.font_scale >= kTextScaleLeast && s.font_scale <= kTextScaleMost)) {
+    return reject(fmt::format("holding a text scale {} outside {} .. {}", s.font_scale, kTextScaleLeast,
+                              kTextScaleMost));
   }
   return s;
 }

@@ -6,10 +6,13 @@
 
 namespace dql::gui {
 
+// The text sizes the View menu, --text-scale and the settings file accept, as a factor of the normal size.
+inline constexpr double kTextScaleLeast = 0.6, kTextScaleMost = 3.0;
+
 struct Settings {
   int width = 1600, height = 960;
   int x = -1, y = -1;  // window position; -1: let the window system choose
-  float font_scale = 1.0f;
+  float font_scale = 1.0f;  // kTextScaleLeast .. kTextScaleMost
   std::string view = "stepper";
   std::string state;  // the last state token
 };
