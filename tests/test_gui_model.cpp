@@ -219,6 +219,15 @@ TEST_CASE("settings: defaults, round trip, corrupt file reported") {
   fs::remove_all(dir);
 }
 
+TEST_CASE("bit rows narrow to the room there is, down to a digit's width") {
+  using dql::gui::bit_row_scale;
+  CHECK(bit_row_scale(1000.0f, 1200.0f, 0.6f) == 1.0f);  // fits: drawn as wanted, never wider
+  CHECK(bit_row_scale(1000.0f, 800.0f, 0.6f) == 0.8f);   // narrower, to the room
+  CHECK(bit_row_scale(1000.0f, 300.0f, 0.6f) == 0.6f);   // not below a digit's width: the view scrolls
+  CHECK(bit_row_scale(1000.0f, 300.0f, 1.25f) == 1.0f);  // a cell already narrower than a digit stays
+  CHECK(bit_row_scale(1000.0f, -50.0f, 0.6f) == 0.6f);   // no room left on the line at all
+}
+
 TEST_CASE("exact decimal expansion of float patterns") {
   using dql::gui::exact_decimal;
   namespace bits = dql::bits;

@@ -233,6 +233,30 @@ TEST_CASE("--text-scale: the text drawn larger") {
   CHECK(h2 > h1 * 8 / 5);
 }
 
+TEST_CASE("--text-scale 2: the stepper's 32 input bits fit a 1280-pixel window") {
+  // Input 0x7654321f: element e0's nibble (bits 3..0, the row's right end) all ones, filled with e0's
+  // colour (palette::element(0), 230 85 85). At twice the text size the row at its normal cell width
+  // is wider than the view and its right end lay past the window's edge.
+  const std::string png = tmp("stepper-large.png");
+  std::remove(png.c_str());
+  const dql::test::GuiRun r = dql::test::run_under_xvfb(
+      DQL_PROGRAM,
+      "--screenshot " + png +
+          " --size 1280x800 --view stepper --text-scale 2 --script \"stepper.hex=0x7654321f\"",
+      "1280x800x24", tmp("log.txt"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const dql::test::Image im = dql::test::load_png(png);
+  REQUIRE(im.ok());
+  // The input row is in the top 40% of the window; four cells of about 20x45 pixels less their digits hold
+  // the colour (about 1600 pixels; the "e0" text in the table below adds a few dozen).
+  size_t e0 = 0;
+  for (int y = 0; y < im.h * 2 / 5; ++y) {
+    for (int x = 0; x < im.w; ++x) e0 += im.at(x, y) == 0xE65555 ? 1 : 0;
+  }
+  CHECK(e0 > 1000);
+}
+
 TEST_CASE("layouts view: a screenshot outlines only the element pinned, not one under the server's pointer") {
   // The outline colour (palette::kHighlight, 255 220 80) marks the hovered or pinned element in both maps.
   constexpr uint32_t kHighlight = 0xFFDC50;

@@ -112,16 +112,26 @@ std::unordered_map<ImGuiID, HexState> g_hex;
 
 // ---- bit figures ---------------------------------------------------------------------------
 
+float bit_row_scale(float natural, float room, float least) {
+  return std::min(1.0f, std::max(std::min(least, 1.0f), room / natural));
+}
+
 BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui& ui,
                const BitRowOptions& opt) {
   BitRow r;
   ImGui::PushID(id);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float em = ui.em;
-  const float cw = opt.cell_em * em, ch = 1.5f * em, gap = 0.35f * em;
+  const int groups = (opt.width - 1) / 4;
+  if (ui.mono) ImGui::PushFont(ui.mono);
+  const float least = ImGui::CalcTextSize("0").x + 0.1f * em;
+  if (ui.mono) ImGui::PopFont();
+  const float wanted = opt.cell_em * em, natural = opt.width * wanted + groups * 0.35f * em;
+  const float s = bit_row_scale(natural, ImGui::GetContentRegionAvail().x, least / wanted);
+  const float cw = s * wanted, ch = 1.5f * em, gap = s * 0.35f * em;
   const float label_h = opt.numbers ? 1.0f * em : 0.0f;
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
-  const float total_w = opt.width * cw + ((opt.width - 1) / 4) * gap;
+  const float total_w = opt.width * cw + groups * gap;
   ImGui::InvisibleButton("##bits", ImVec2(total_w, ch + label_h));
   const bool hovered_row = ImGui::IsItemHovered();
   const bool clicked_row = opt.clickable && ImGui::IsItemClicked(ImGuiMouseButton_Left);
@@ -298,9 +308,19 @@ void mono_text(const Ui& ui, const char* fmt, ...) {
   if (ui.mono) ImGui::PopFont();
 }
 
+float mono_width(const Ui& ui, const char* text) {
+  if (ui.mono) ImGui::PushFont(ui.mono);
+  const float w = ImGui::CalcTextSize(text).x;
+  if (ui.mono) ImGui::PopFont();
+  return w;
+}
+
 void same_line_if_fits(float width, float spacing) {
-  ImGui::SameLine(0, spacing);
-  if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
+  // Measured before moving: SameLine followed by NewLine would count the spacing after the last
+  // item as content, and a row that ends at the edge would then make the view scroll sideways.
+  const float gap = spacing < 0 ? ImGui::GetStyle().ItemSpacing.x : spacing;
+  const float edge = ImGui::GetCursorScreenPos().x + ImGui::GetContentRegionAvail().x;
+  if (ImGui::GetItemRectMax().x + gap + width <= edge) ImGui::SameLine(0, spacing);
 }
 
 float check_width(const char* label) {

@@ -57,7 +57,7 @@ struct BitRowOptions {
   int highlight = -1;              // one bit outlined in palette::kHighlight
   bool clickable = false;          // cells are buttons; BitRow::clicked says which
   bool numbers = true;             // bit numbers above each nibble
-  float cell_em = 1.15f;           // cell width in em
+  float cell_em = 1.15f;           // cell width in em where the row fits
   const int8_t* digits = nullptr;  // per bit: a digit 0-9 drawn (bright) instead of the bit value
 };
 struct BitRow {
@@ -65,9 +65,15 @@ struct BitRow {
   int hovered = -1;                   // bit number under the mouse
   ImVec2 cell_min[32], cell_max[32];  // screen rectangles, for arrows and links
 };
-// One row of bits, 1s bright and 0s dim in their colour, a gap every 4 bits.
+// One row of bits, 1s bright and 0s dim in their colour, a gap every 4 bits. Where the row at
+// cell_em would run past the view's visible edge, its cells narrow to fit, down to a digit's width
+// (rows that start at the same place narrow alike, so their bits stay in columns).
 BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui& ui,
                const BitRowOptions& opt = {});
+
+// The factor a bit row's cells and gaps are drawn at: 1 where its natural width fits the room,
+// less where it does not, but not below `least` (a cell a digit wide; 1 when that is above 1).
+float bit_row_scale(float natural, float room, float least);
 
 // One float split into sign | exponent | mantissa boxes followed by "= value" (exact, shortest).
 void float_split(uint32_t bits, bits::FloatFormat f, const Ui& ui);
@@ -113,6 +119,7 @@ void same_line_if_fits(float width, float spacing = -1.0f);
 // Widths for same_line_if_fits: a checkbox or radio button, a button (small or not), a field `field`
 // wide with its label beside it. Label text after "##" is not shown and not counted.
 float check_width(const char* label);
+float mono_width(const Ui& ui, const char* text);  // text in the monospaced font
 float button_width(const char* label);
 float labelled_width(float field, const char* label);
 // An error sentence in red, wrapped.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <string>
+#include <utility>
 
 #include "app/common/parse.hpp"
 #include "app/gui/model.hpp"
@@ -133,7 +134,7 @@ void special_buttons(uint32_t* v, bits::FloatFormat f) {
 }
 
 void magic_demo(Model& m, const Ui& ui) {
-  ImGui::TextUnformatted("The magic number: OR an integer into 0x6400 (fp16 1024.0), then subtract 1024");
+  wrapped_text("The magic number: OR an integer into 0x6400 (fp16 1024.0), then subtract 1024");
   dim_text(
       "In [1024, 2048) fp16 values are 1 apart, so the 10 mantissa bits of 0x6400 hold an integer "
       "directly: 0x6400 | i reads as 1024 + i. One subtraction of 0x6400 leaves i as an fp16.");
@@ -164,8 +165,9 @@ void magic_demo(Model& m, const Ui& ui) {
     mono_text(ui, "%-12s", label);
     ImGui::SameLine(8.0f * ui.em);
     bit_row(label, v, c, ui, o);
-    ImGui::SameLine();
-    mono_text(ui, "0x%04x  %s", v, value.c_str());
+    const std::string reading = fmt::format("0x{:04x}  {}", v, value);
+    same_line_if_fits(mono_width(ui, reading.c_str()));
+    mono_text(ui, "%s", reading.c_str());
   };
   row("0x6400", 0x6400u, fields, "= 1024.0 (fp16)");
   row("i", ii, ic, fmt::format("= {} (integer)", g.magic_i));
@@ -266,17 +268,18 @@ void draw_float(Model& m, const Ui& ui) {
   const bits::Fields x = bits::fields_of(v, f);
   const bits::FpClass cls = bits::classify(v, f);
   float_split(v, f, ui);
-  ImGui::TextColored(palette::to_vec4(palette::kSign), "sign %u", x.sign);
-  ImGui::SameLine(0, 1.5f * ui.em);
   const int unbiased = cls == bits::FpClass::Subnormal || cls == bits::FpClass::Zero
                            ? 1 - bits::fmt_bias(f)
                            : static_cast<int>(x.exponent) - bits::fmt_bias(f);
-  ImGui::TextColored(palette::to_vec4(palette::kExponent), "exponent %u - %d = %d", x.exponent,
-                     bits::fmt_bias(f), unbiased);
-  ImGui::SameLine(0, 1.5f * ui.em);
-  ImGui::TextColored(palette::to_vec4(palette::kMantissa), "mantissa 0x%x", x.mantissa);
-  ImGui::SameLine(0, 1.5f * ui.em);
-  ImGui::Text("class: %s", class_name(cls));
+  const std::pair<ImU32, std::string> parts[] = {
+      {palette::kSign, fmt::format("sign {}", x.sign)},
+      {palette::kExponent, fmt::format("exponent {} - {} = {}", x.exponent, bits::fmt_bias(f), unbiased)},
+      {palette::kMantissa, fmt::format("mantissa 0x{:x}", x.mantissa)},
+      {palette::kText, fmt::format("class: {}", class_name(cls))}};
+  for (size_t i = 0; i < std::size(parts); ++i) {
+    if (i) same_line_if_fits(ImGui::CalcTextSize(parts[i].second.c_str()).x, 1.5f * ui.em);
+    ImGui::TextColored(palette::to_vec4(parts[i].first), "%s", parts[i].second.c_str());
+  }
   if (cls == bits::FpClass::Normal || cls == bits::FpClass::Subnormal) {
     mono_text(ui, "value = (-1)^%u x %s.%0*x (hex) x 2^%d", x.sign, cls == bits::FpClass::Normal ? "1" : "0",
               (f.mbits + 3) / 4, x.mantissa << ((4 - f.mbits % 4) % 4), unbiased);

@@ -213,7 +213,7 @@ void draw_layouts(Model& m, const Ui& ui) {
   }
 
   // ---- controls ----
-  ImGui::TextUnformatted("The mixed-GEMM (FasterTransformer) weight layout, as index maps");
+  wrapped_text("The mixed-GEMM (FasterTransformer) weight layout, as index maps");
   same_line_if_fits(check_width("int4"), 2 * em);
   if (ImGui::RadioButton("int4", &s.bits, 4)) s.pinned = -1;
   same_line_if_fits(check_width("int8"));

@@ -212,7 +212,7 @@ void draw_lop3(Model& m, const Ui& ui) {
     o.numbers = k == 0;
     const BitRow r = bit_row(names[k], *ops[k], plain, ui, o);
     if (r.hovered >= 0) hovered_bit = r.hovered;
-    ImGui::SameLine();
+    same_line_if_fits(mono_width(ui, "0x00000000"));
     mono_text(ui, "0x%08x", *ops[k]);
   }
   mono_text(ui, "row");
@@ -225,7 +225,7 @@ void draw_lop3(Model& m, const Ui& ui) {
     const BitRow r = bit_row("rows", d, by_row, ui, ro);
     if (r.hovered >= 0) hovered_bit = r.hovered;
   }
-  ImGui::SameLine();
+  same_line_if_fits(12.0f * ui.em);
   dim_text("the table row each result bit used (hover a bit or a row)");
   mono_text(ui, "d");
   ImGui::SameLine(3.0f * ui.em);
@@ -236,7 +236,7 @@ void draw_lop3(Model& m, const Ui& ui) {
     const BitRow r = bit_row("d", d, colors_uniform(palette::kGood), ui, ro);
     if (r.hovered >= 0) hovered_bit = r.hovered;
   }
-  ImGui::SameLine();
+  same_line_if_fits(mono_width(ui, "0x00000000"));
   mono_text(ui, "0x%08x", d);
   g.hover_bit = hovered_bit;
   if (hovered_bit >= 0) {

@@ -106,6 +106,7 @@ struct StepperState {
   std::string input_error;
   int edit_elem[8] = {0};
   uint64_t elems_rev = ~0ull;
+  int listed_step = -1;  // the step the list last scrolled to
 } g;
 
 void draw_inputs(Model& m, const Ui& ui, const recipes::RecipeSpec& spec) {
@@ -182,7 +183,9 @@ void draw_inputs(Model& m, const Ui& ui, const recipes::RecipeSpec& spec) {
                       row.hovered / spec.bits, spec.order[row.hovered / spec.bits]);
   }
 
-  // The elements, in packing order (slot 0 on the right, as the bits run).
+  // The elements, in packing order (slot 0 on the right, as the bits run). The code fields are as
+  // wide as the largest code and a margin, so that the table fits the view at large text sizes.
+  const float code_width = button_width(spec.bits == 4 ? "15" : "255") + 0.6f * ui.em;
   if (ImGui::BeginTable("elements", spec.elems + 1,
                         ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableNextRow();
@@ -207,7 +210,7 @@ void draw_inputs(Model& m, const Ui& ui, const recipes::RecipeSpec& spec) {
       const int elem = spec.order[slot];
       int code = static_cast<int>(recipes::stored_field(spec, m.input.reg, elem));
       ImGui::PushID(slot);
-      ImGui::SetNextItemWidth(3.2f * ui.em);
+      ImGui::SetNextItemWidth(code_width);
       if (ImGui::InputInt("##code", &code, 0, 0)) {
         const int max = (1 << spec.bits) - 1;
         if (code < 0 || code > max) {
@@ -248,10 +251,10 @@ void draw_transport(Model& m, const Ui& ui) {
   if (ImGui::Button(">") && m.step < last) ++m.step;
   ImGui::SameLine();
   if (ImGui::Button(">|")) m.step = last;
-  ImGui::SameLine();
+  same_line_if_fits(labelled_width(12.0f * ui.em, "step"));
   ImGui::SetNextItemWidth(12.0f * ui.em);
   ImGui::SliderInt("step", &m.step, 0, last);
-  ImGui::SameLine();
+  same_line_if_fits(labelled_width(8.0f * ui.em, "steps/s"));
   ImGui::SetNextItemWidth(8.0f * ui.em);
   ImGui::SliderFloat("steps/s", &m.steps_per_second, 0.5f, 10.0f, "%.1f");
   if (auto s = scripted("stepper.step")) {
@@ -287,7 +290,7 @@ void draw_step(Model& m, const Ui& ui) {
       opt.numbers = false;
       opt.cell_em = 0.8f;
       bit_row(o.text.c_str(), o.value, c, ui, opt);
-      ImGui::SameLine();
+      same_line_if_fits(mono_width(ui, "0x00000000"));
       mono_text(ui, "0x%08x", o.value);
     } else {
       const std::string label = constant_label(s, o);
@@ -306,8 +309,9 @@ void draw_step(Model& m, const Ui& ui) {
   BitRowOptions opt;
   opt.marked = gpu ? (gv ^ s.value) : 0u;
   bit_row("dst", s.value, colors_by_source(src), ui, opt);
-  ImGui::SameLine();
-  mono_text(ui, "0x%08x  %s", s.value, recipes::view_name(s.view));
+  const std::string dst_text = fmt::format("0x{:08x}  {}", s.value, recipes::view_name(s.view));
+  same_line_if_fits(mono_width(ui, dst_text.c_str()));
+  mono_text(ui, "%s", dst_text.c_str());
   if (is_float_view(s.view) || s.view == View::U32) {
     ImGui::Dummy(ImVec2(5.0f * ui.em - ImGui::GetStyle().ItemSpacing.x, 0));
     ImGui::SameLine();
@@ -319,7 +323,7 @@ void draw_step(Model& m, const Ui& ui) {
     bit_row("fields", s.value,
             colors_by_float(lane_format(s.view), s.view == View::F32 ? 1 : (s.view == View::F16 ? 1 : 2)), ui,
             BitRowOptions{32, 0, -1, false, false, 1.15f});
-    ImGui::SameLine();
+    same_line_if_fits(12.0f * ui.em);
     dim_text("fields: sign, exponent, mantissa");
   }
   if (gpu) {
@@ -329,7 +333,7 @@ void draw_step(Model& m, const Ui& ui) {
     g_opt.numbers = false;
     g_opt.marked = gv ^ s.value;
     bit_row("gpu", gv, colors_by_source(src), ui, g_opt);
-    ImGui::SameLine();
+    same_line_if_fits(12.0f * ui.em);
     if (gv == s.value) {
       ImGui::TextColored(palette::to_vec4(palette::kGood), "GPU bits = CPU twin bits");
     } else {
@@ -408,7 +412,9 @@ void draw_stepper(Model& m, const Ui& ui) {
   draw_transport(m, ui);
 
   // The steps on the left, as wide as their longest line where that leaves the current step (on
-  // the right) at least half the width; longer lines scroll sideways.
+  // the right) at least half the width; longer lines scroll sideways. Where the current step would
+  // have less than a 32-bit row's room beside the list (large text), the list goes above it, at
+  // most 8 lines high, and the step below takes the whole width.
   std::vector<std::string> labels(m.trace.steps.size());
   if (ui.mono) ImGui::PushFont(ui.mono);
   float widest = 0;
@@ -422,7 +428,16 @@ void draw_stepper(Model& m, const Ui& ui) {
   const float list_w =
       std::clamp(fit_w, 26.0f * ui.em, std::max(26.0f * ui.em, 0.5f * ImGui::GetContentRegionAvail().x));
   const float detail_h = 20.0f * ui.em;
-  ImGui::BeginChild("steps", ImVec2(list_w, detail_h), true, ImGuiWindowFlags_HorizontalScrollbar);
+  const bool stacked = ImGui::GetContentRegionAvail().x - list_w < 36.0f * ui.em;
+  float list_h = detail_h;
+  if (stacked) {
+    if (ui.mono) ImGui::PushFont(ui.mono);
+    const float lines = static_cast<float>(std::min<size_t>(labels.size(), 8));
+    list_h = lines * ImGui::GetTextLineHeightWithSpacing() + 2 * style.WindowPadding.y + style.ScrollbarSize;
+    if (ui.mono) ImGui::PopFont();
+  }
+  ImGui::BeginChild("steps", ImVec2(stacked ? 0.0f : list_w, list_h), true,
+                    ImGuiWindowFlags_HorizontalScrollbar);
   if (ui.mono) ImGui::PushFont(ui.mono);
   for (size_t i = 0; i < m.trace.steps.size(); ++i) {
     const auto& s = m.trace.steps[i];
@@ -430,11 +445,16 @@ void draw_stepper(Model& m, const Ui& ui) {
     if (differs) ImGui::PushStyleColor(ImGuiCol_Text, palette::to_vec4(palette::kBad));
     if (ImGui::Selectable(labels[i].c_str(), static_cast<int>(i) == m.step)) m.step = static_cast<int>(i);
     if (differs) ImGui::PopStyleColor();
-    if (static_cast<int>(i) == m.step && m.playing) ImGui::SetScrollHereY();
+    // Keep the current step in sight when it moves (transport, script, playing), not while the
+    // user scrolls the list.
+    if (static_cast<int>(i) == m.step && (m.playing || g.listed_step != m.step)) {
+      if (!ImGui::IsItemVisible()) ImGui::SetScrollHereY();
+      g.listed_step = m.step;
+    }
   }
   if (ui.mono) ImGui::PopFont();
   ImGui::EndChild();
-  ImGui::SameLine();
+  if (!stacked) ImGui::SameLine();
   ImGui::BeginChild("step", ImVec2(0, detail_h), true, ImGuiWindowFlags_HorizontalScrollbar);
   draw_step(m, ui);
   ImGui::EndChild();
