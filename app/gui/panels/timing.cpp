@@ -42,6 +42,7 @@ struct State {
   int gemm_rows = 0;    // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
   bool hopper = false;  // the backend runs the Hopper GEMM (CUDA, compute capability 9.0)
   bool ring = false;    // the walk's cases a second time on the copy-engine ring (BenchCase::ring)
+  bool show_results = false;  // a run finished: scroll its results into sight (large text puts them low)
   int group_choice = 2;
   int cold = 1;
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
@@ -469,6 +470,7 @@ void draw_timing(Model& m, const Ui& ui) {
         const GpuClocks clocks = s.backend->info().backend == "cuda" ? read_gpu_clocks() : GpuClocks{};
         s.device = front::bench_device_json(s.backend->info(), s.copy_gbps, clocks);
         s.comparison.reset();
+        s.show_results = true;
       }
     } catch (const std::bad_alloc&) {
       s.error = "this machine's memory cannot hold the matrices of these shapes: time smaller shapes";
@@ -629,6 +631,10 @@ void draw_timing(Model& m, const Ui& ui) {
     return;
   }
   ImGui::Separator();
+  if (s.show_results) {
+    ImGui::SetScrollHereY(0.0f);
+    s.show_results = false;
+  }
   if (s.copy_gbps > 0)
     dim_text(
         "%zu results; median of the samples, L2 %s; GB/s counts each byte read and written once; copy %.1f "
@@ -640,10 +646,17 @@ void draw_timing(Model& m, const Ui& ui) {
     return ImGui::BeginTabItem(name, nullptr, s.open_tab == key ? ImGuiTabItemFlags_SetSelected : 0);
   };
   if (tab("Table", "table")) {
+    // Columns keep the width of their text; where they do not all fit, the table scrolls sideways with the
+    // kernel's name held in place.
     const ImGuiTableFlags f = ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_ScrollY |
-                              ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_NoSavedSettings;
-    if (ImGui::BeginTable("results", 8, f, ImVec2(0, ImGui::GetContentRegionAvail().y - 0.5f * em))) {
-      ImGui::TableSetupScrollFreeze(0, 1);
+                              ImGuiTableFlags_ScrollX | ImGuiTableFlags_SizingFixedFit |
+                              ImGuiTableFlags_NoSavedSettings;
+    // The rest of the view, but room for 12 rows at least (where the setup leaves less, the view scrolls).
+    const float least = static_cast<float>(std::min<size_t>(rows.size() + 1, 13)) * ImGui::GetFrameHeight() +
+                        ImGui::GetStyle().ScrollbarSize;
+    if (ImGui::BeginTable("results", 8, f,
+                          ImVec2(0, std::max(least, ImGui::GetContentRegionAvail().y - 0.5f * em)))) {
+      ImGui::TableSetupScrollFreeze(1, 1);
       for (const char* h : {"kernel", "shape", "samples", "median", "noise", "GB/s", "% of copy", "speed-up"})
         ImGui::TableSetupColumn(h);
       ImGui::TableHeadersRow();
