@@ -42,7 +42,8 @@ struct State {
   int gemm_rows = 0;    // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
   bool hopper = false;  // the backend runs the Hopper GEMM (CUDA, compute capability 9.0)
   bool ring = false;    // the walk's cases a second time on the copy-engine ring (BenchCase::ring)
-  bool show_results = false;  // a run finished: scroll its results into sight (large text puts them low)
+  // A run finished: scroll its results into sight (large text puts them below the window).
+  bool show_results = false;
   int group_choice = 2;
   int cold = 1;
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
