@@ -273,15 +273,19 @@ void draw_layouts(Model& m, const Ui& ui) {
   }
   if (!Heatmap::gl_error().empty()) error_text(Heatmap::gl_error());
 
-  const float text_w = 26 * em;
-  const float pic_w = std::max(20 * em, ImGui::GetContentRegionAvail().x - text_w - 2 * em);
+  // The pictures on the left and their closed forms (26 em) on the right; where the pictures would get
+  // less than 20 em that way (large text), the closed form goes under its picture.
+  const float text_w = 26 * em, avail = ImGui::GetContentRegionAvail().x;
+  const bool beside = avail - text_w - 2 * em >= 20 * em;
+  const float pic_w = beside ? avail - text_w - 2 * em : std::max(20 * em, avail - em);
   if (!ImGui::BeginTabBar("layout maps")) return;
   const auto tab_flags = [&](int t) { return s.open_tab == t ? ImGuiTabItemFlags_SetSelected : 0; };
 
+  // One row of two cells, or one column whose second cell (TableNextColumn) starts a row of its own.
   const auto two_columns = [&](const char* id) {
-    if (!ImGui::BeginTable(id, 2, ImGuiTableFlags_SizingFixedFit)) return false;
+    if (!ImGui::BeginTable(id, beside ? 2 : 1, ImGuiTableFlags_SizingFixedFit)) return false;
     ImGui::TableSetupColumn("picture", ImGuiTableColumnFlags_WidthFixed, pic_w);
-    ImGui::TableSetupColumn("formula", ImGuiTableColumnFlags_WidthStretch);
+    if (beside) ImGui::TableSetupColumn("formula", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     return true;
