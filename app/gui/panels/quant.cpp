@@ -562,25 +562,30 @@ void draw_quant(Model& m, const Ui& ui) {
                static_cast<long long>(r.k), kSchemeNames[static_cast<int>(spec.scheme)], mode.c_str(),
                layout_name(spec.layout), recipes::spec_of(r.req.recipe).name);
   ImGui::PushFont(ui.mono);
-  ImGui::Text("max |error| %.4g   MSE %.4g   SNR %.2f dB   (%.2f s)", r.max_abs, r.mse, r.snr_db, r.seconds);
+  wrapped_text("max |error| %.4g   MSE %.4g   SNR %.2f dB   (%.2f s)", r.max_abs, r.mse, r.snr_db, r.seconds);
   ImGui::PopFont();
 
   // ---- the group whose levels are drawn ----
   const int64_t groups = r.k / spec.group;
   ImGui::SetNextItemWidth(10 * em);
   ImGui::SliderInt("row n", &s.group_row, 0, static_cast<int>(r.n - 1));
-  ImGui::SameLine();
+  const char* group_label = spec.scheme == Scheme::Nf4 ? "block" : "group";
+  same_line_if_fits(labelled_width(10 * em, group_label));
   ImGui::SetNextItemWidth(10 * em);
-  ImGui::SliderInt(spec.scheme == Scheme::Nf4 ? "block" : "group", &s.group_index, 0,
-                   static_cast<int>(groups - 1));
+  ImGui::SliderInt(group_label, &s.group_index, 0, static_cast<int>(groups - 1));
   const std::vector<double> levels = group_levels(r, s.group_row, s.group_index);
 
+  // The histogram and the error map side by side, each half the width; where half is less than 20 em
+  // (large text), one above the other at the full width (a table of one column: the map's cell starts
+  // a row of its own).
   const float avail = ImGui::GetContentRegionAvail().x;
-  const float plot_w = std::max(20 * em, avail * 0.5f - em);
-  const float plot_h = std::max(10 * em, ImGui::GetContentRegionAvail().y - 4 * em);
-  if (ImGui::BeginTable("quant plots", 2, ImGuiTableFlags_SizingFixedFit)) {
+  const bool beside = avail * 0.5f - em >= 20 * em;
+  const float plot_w = beside ? avail * 0.5f - em : std::max(20 * em, avail - em);
+  const float room_h = ImGui::GetContentRegionAvail().y - 4 * em;
+  const float plot_h = std::max(10 * em, beside ? room_h : room_h * 0.5f - 2 * em);
+  if (ImGui::BeginTable("quant plots", beside ? 2 : 1, ImGuiTableFlags_SizingFixedFit)) {
     ImGui::TableSetupColumn("hist", ImGuiTableColumnFlags_WidthFixed, plot_w);
-    ImGui::TableSetupColumn("map", ImGuiTableColumnFlags_WidthStretch);
+    if (beside) ImGui::TableSetupColumn("map", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableNextRow();
     ImGui::TableNextColumn();
     float hx = 0;
@@ -631,8 +636,8 @@ void draw_quant(Model& m, const Ui& ui) {
     }
 
     ImGui::TableNextColumn();
-    ImGui::Text("|error| per element (max over %lldx%lld elements a cell), 0 .. %.3g",
-                static_cast<long long>(r.pool_n), static_cast<long long>(r.pool_k), r.max_abs);
+    wrapped_text("|error| per element (max over %lldx%lld elements a cell), 0 .. %.3g",
+                 static_cast<long long>(r.pool_n), static_cast<long long>(r.pool_k), r.max_abs);
     const float map_w = ImGui::GetContentRegionAvail().x;
     const float aspect = static_cast<float>(r.map_rows) / static_cast<float>(r.map_cols);
     const float map_h = std::min(plot_h, std::max(4 * em, map_w * aspect));
