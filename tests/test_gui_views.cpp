@@ -257,6 +257,32 @@ TEST_CASE("--text-scale 2: the stepper's 32 input bits fit a 1280-pixel window")
   CHECK(e0 > 1000);
 }
 
+TEST_CASE("--text-scale 1.5: the SASS view's kernels and listing in sight under its legend") {
+  // At 1.5x the legend reached the window's edge and the note after it wrapped one letter a line, pushing
+  // the kernel table and the listing below the window. LOP3 counts and LOP3 lines are drawn in
+  // palette::element(1) (240 150 60).
+  const std::string png = tmp("sass-large.png");
+  std::remove(png.c_str());
+  const dql::test::GuiRun r = dql::test::run_under_xvfb(
+      DQL_PROGRAM,
+      "--screenshot " + png +
+          " --size 1280x800 --view sass --text-scale 1.5 --script \"sass.kernel=dequant/awq-int4-fp16\"",
+      "1280x800x24", tmp("log.txt"));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  if (r.output.find("SASS is not available in this build") != std::string::npos) {
+    MESSAGE("skipped: this build has no SASS listing (no cuobjdump when it was built)");
+    return;
+  }
+  const dql::test::Image im = dql::test::load_png(png);
+  REQUIRE(im.ok());
+  size_t lop3 = 0;
+  for (int y = im.h / 2; y < im.h; ++y) {
+    for (int x = 0; x < im.w; ++x) lop3 += im.at(x, y) == 0xF0963C ? 1 : 0;
+  }
+  CHECK(lop3 > 200);
+}
+
 TEST_CASE("layouts view: a screenshot outlines only the element pinned, not one under the server's pointer") {
   // The outline colour (palette::kHighlight, 255 220 80) marks the hovered or pinned element in both maps.
   constexpr uint32_t kHighlight = 0xFFDC50;

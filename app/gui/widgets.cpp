@@ -339,7 +339,11 @@ float labelled_width(float field, const char* label) {
 
 namespace {
 void wrapped_v(const char* fmt, va_list args) {
-  ImGui::PushTextWrapPos(std::max(1.0f, ImGui::GetContentRegionMax().x + ImGui::GetScrollX()));
+  // Text placed beside an item that already reaches the edge would wrap at a width of a letter or
+  // less: one letter a line, the rest of the view pushed out of sight. It starts a line instead.
+  const float edge = ImGui::GetContentRegionMax().x + ImGui::GetScrollX();
+  if (edge - ImGui::GetCursorPosX() < 4.0f * ImGui::GetFontSize()) ImGui::NewLine();
+  ImGui::PushTextWrapPos(std::max(1.0f, edge));
   ImGui::TextV(fmt, args);
   ImGui::PopTextWrapPos();
 }

@@ -449,14 +449,14 @@ void draw_sass(Model& m, const Ui& ui) {
   ImGui::SetNextItemWidth(12.0f * ui.em);
   text_input("##filter", &g.filter, 0, "filter: dequant*, nf4 ...");
   if (auto s = scripted("sass.filter")) g.filter = *s;
-  ImGui::SameLine();
   for (auto c : {OpClass::Lop3, OpClass::Prmt, OpClass::Hfma2, OpClass::I2F}) {
     const char* label =
         c == OpClass::Hfma2 ? "HFMA2 HADD2 HMUL2" : (c == OpClass::I2F ? "I2F F2F" : sass::class_name(c));
+    same_line_if_fits(ImGui::CalcTextSize(label).x);
     ImGui::TextColored(palette::to_vec4(class_color(c)), "%s", label);
-    ImGui::SameLine();
   }
-  dim_text("  cuobjdump -sass of this build; click a LOP3 or PRMT line to open it");
+  same_line_if_fits(16.0f * ui.em, 1.5f * ui.em);
+  dim_text("cuobjdump -sass of this build; click a LOP3 or PRMT line to open it");
   if (!build_rows(m)) {
     const sass::EmbeddedArch* e = sass::embedded_arch(g.loading_arch);
     const size_t bytes = e != nullptr ? e->text_bytes : 0;
