@@ -214,7 +214,9 @@ __device__ __forceinline__ void mma_16832_s8(int (&d)[4], uint32_t a0, uint32_t 
 #endif
 }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t p) {
+// [[maybe_unused]] here and below: helpers whose callers some architectures compile out (__CUDA_ARCH__,
+// DQL_BULK_COPY); those builds would otherwise warn that they are never referenced.
+[[maybe_unused]] __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t p) {
 #if __CUDA_ARCH__ >= 800
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -1850,16 +1852,16 @@ __device__ __forceinline__ uint4 lds_v4(uint32_t p) {
                : "r"(p));
   return v;
 }
-__device__ __forceinline__ uint2 lds_v2(uint32_t p) {
+[[maybe_unused]] __device__ __forceinline__ uint2 lds_v2(uint32_t p) {
   uint2 v;
   asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(p));
   return v;
 }
-__device__ __forceinline__ float4 lds_f4(uint32_t p) {
+[[maybe_unused]] __device__ __forceinline__ float4 lds_f4(uint32_t p) {
   const uint4 v = lds_v4(p);
   return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
 }
-__device__ __forceinline__ uint32_t lds_u32(uint32_t p) {
+[[maybe_unused]] __device__ __forceinline__ uint32_t lds_u32(uint32_t p) {
   uint32_t v;
   asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(p));
   return v;
@@ -1973,8 +1975,8 @@ __device__ __forceinline__ void walk_scale_t8(float (&acc)[NT8][2][4], const flo
 template <OutType T, bool NAIVE, bool G64, int SPS, int MT, bool N8>
 __global__ void __launch_bounds__(kWalkThreads, MT == 1 ? 1 : walk_blocks<G64, SPS, MT, N8>)
     ft_walk16_kernel(WalkArgs a, const __grid_constant__ CUtensorMap wmap) {
-  constexpr int kT8 = MT == 2 ? 3 : 1;  // N8: token tiles of 8 on the n8 side
 #ifdef DQL_BULK_COPY
+  constexpr int kT8 = MT == 2 ? 3 : 1;  // N8: token tiles of 8 on the n8 side
   using S = WalkShape<SPS, MT>;
   constexpr int kWalkStages = S::kStages;
   extern __shared__ __align__(128) unsigned char raw[];
@@ -2396,7 +2398,6 @@ struct WideShape {
   static constexpr int kSBytes = kWideChannels * 2;
   static constexpr int kStageBytes = kXBytes + kWBytes + kSBytes;
   static constexpr int kSmem = kWideStages * kStageBytes;
-  static constexpr int MT = BM / 32;  // tiles of 16 rows a warp
 };
 
 struct WideArgs : FtIo {
@@ -2407,7 +2408,7 @@ template <OutType T, bool NAIVE, int BM>
 __global__ void __launch_bounds__(kWideWarps * 32, BM == 64 ? 2 : 1) wide_kernel(WideArgs a) {
 #if __CUDA_ARCH__ >= 800
   using S = WideShape<BM>;
-  constexpr int MT = S::MT;
+  constexpr int MT = BM / 32;  // tiles of 16 rows a warp
   extern __shared__ __align__(128) unsigned char ring[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, r = lane % 4;
   const int wm = warp / 4, wn = warp % 4;
@@ -3188,23 +3189,25 @@ using AwqLaneWords = std::conditional_t<W == 4, uint4, std::conditional_t<W == 2
 // the whole 128-byte line: the neighbouring columns' blocks, running at the same time, read the rest
 // (H200: 1.03-1.04x at 5-16 rows on the large shapes against plain loads; notes/performance.md,
 // seventy-third session).
-__device__ __forceinline__ uint2 load_piece(const uint2* p) {
+[[maybe_unused]] __device__ __forceinline__ uint2 load_piece(const uint2* p) {
   uint2 v;
   asm volatile("ld.global.nc.L1::no_allocate.L2::128B.v2.u32 {%0, %1}, [%2];"
                : "=r"(v.x), "=r"(v.y)
                : "l"(p));
   return v;
 }
-__device__ __forceinline__ uint32_t load_piece(const uint32_t* p) {
+[[maybe_unused]] __device__ __forceinline__ uint32_t load_piece(const uint32_t* p) {
   uint32_t v;
   asm volatile("ld.global.nc.L1::no_allocate.L2::128B.u32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
+[[maybe_unused]] __device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
   return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
-__device__ __forceinline__ uint32_t word_of(const uint2& v, int w) { return w == 0 ? v.x : v.y; }
-__device__ __forceinline__ uint32_t word_of(uint32_t v, int) { return v; }
+[[maybe_unused]] __device__ __forceinline__ uint32_t word_of(const uint2& v, int w) {
+  return w == 0 ? v.x : v.y;
+}
+[[maybe_unused]] __device__ __forceinline__ uint32_t word_of(uint32_t v, int) { return v; }
 
 // MT rows of X a product: 1, 2 (M = 2) or 8; W words a lane a row of K (a warp 64 W channels); NT token
 // tiles of 8 (MT = 8 only). The forms: <1, 4, 1>, <2, 4, 1> (one and two rows, 256 channels a warp),
