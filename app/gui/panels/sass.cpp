@@ -358,7 +358,10 @@ void draw_listing(Model& m, const Ui& ui) {
     if (s.kind == recipes::OpKind::Prmt) step_kind = 2, step_imm = s.imm & 0xFFFFu;
   }
 
-  ImGui::BeginChild("listing", ImVec2(0, 0), true, ImGuiWindowFlags_HorizontalScrollbar);
+  // The rest of the view, but 16 lines at least (under the kernel list at large text, the view scrolls).
+  const float least_h = 16.0f * (ImGui::GetTextLineHeight() + 0.15f * ui.em);
+  ImGui::BeginChild("listing", ImVec2(0, std::max(least_h, ImGui::GetContentRegionAvail().y)), true,
+                    ImGuiWindowFlags_HorizontalScrollbar);
   if (ui.mono) ImGui::PushFont(ui.mono);
   ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, 0.0f));
   const float ch = ImGui::CalcTextSize("0").x;
@@ -484,11 +487,16 @@ void draw_sass(Model& m, const Ui& ui) {
     }
   }
 
-  const float list_w = std::min(46.0f * ui.em, 0.55f * ImGui::GetContentRegionAvail().x);
-  ImGui::BeginChild("kernel list", ImVec2(list_w, 0), true);
+  // The kernel list beside the listing; where the list's columns (about 32 em) and a listing of 30 em
+  // do not both fit (large text), the list goes above the listing at the full width, 10 rows high.
+  const float avail = ImGui::GetContentRegionAvail().x;
+  const bool beside = avail >= 62.0f * ui.em;
+  const float list_w = beside ? std::min(46.0f * ui.em, 0.55f * avail) : 0.0f;
+  const float list_h = beside ? 0.0f : 12.0f * (ImGui::GetTextLineHeight() + 0.4f * ui.em);
+  ImGui::BeginChild("kernel list", ImVec2(list_w, list_h), true);
   draw_kernel_list(m, ui);
   ImGui::EndChild();
-  ImGui::SameLine();
+  if (beside) ImGui::SameLine();
   ImGui::BeginGroup();
   draw_listing(m, ui);
   ImGui::EndGroup();
