@@ -42,8 +42,9 @@ struct State {
   int gemm_rows = 0;    // the Hopper GEMM's rows of X a block (BenchCase::gemm_rows); 0: the launcher's
   bool hopper = false;  // the backend runs the Hopper GEMM (CUDA, compute capability 9.0)
   bool ring = false;    // the walk's cases a second time on the copy-engine ring (BenchCase::ring)
-  // A run finished: scroll its results into sight (large text puts them below the window).
-  bool show_results = false;
+  // A run finished: scroll its results into sight (large text puts them below the window), for this
+  // many frames: the first frames' scroll limit still comes from the view's size without the results.
+  int show_results = 0;
   int group_choice = 2;
   int cold = 1;
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
@@ -471,7 +472,7 @@ void draw_timing(Model& m, const Ui& ui) {
         const GpuClocks clocks = s.backend->info().backend == "cuda" ? read_gpu_clocks() : GpuClocks{};
         s.device = front::bench_device_json(s.backend->info(), s.copy_gbps, clocks);
         s.comparison.reset();
-        s.show_results = true;
+        s.show_results = 3;
       }
     } catch (const std::bad_alloc&) {
       s.error = "this machine's memory cannot hold the matrices of these shapes: time smaller shapes";
@@ -632,9 +633,9 @@ void draw_timing(Model& m, const Ui& ui) {
     return;
   }
   ImGui::Separator();
-  if (s.show_results) {
+  if (s.show_results > 0) {
     ImGui::SetScrollHereY(0.0f);
-    s.show_results = false;
+    --s.show_results;
   }
   if (s.copy_gbps > 0)
     dim_text(
@@ -689,7 +690,9 @@ void draw_timing(Model& m, const Ui& ui) {
   }
   if (tab("Medians", "medians")) {
     dim_text("bar: median; whisker: Q1 .. Q3 (the noise); dots: min and max");
-    ImGui::BeginChild("bars child", ImVec2(0, 0), false);
+    // The rest of the view, but room for 12 bars at least (the view scrolls where the setup leaves less).
+    const float bars_h = 1.3f * em * static_cast<float>(std::min<size_t>(rows.size(), 12)) + 3 * em;
+    ImGui::BeginChild("bars child", ImVec2(0, std::max(bars_h, ImGui::GetContentRegionAvail().y)), false);
     bars(rows, ui);
     ImGui::EndChild();
     ImGui::EndTabItem();
