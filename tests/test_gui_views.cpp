@@ -51,6 +51,25 @@ int rows_holding(const dql::test::Image& im, uint32_t rgb, int from, int width) 
   return top < 0 ? 0 : bottom - top + 1;
 }
 
+// A screenshot of a 1280x800 window (a projector's size) with the app's other arguments `args`, kept as
+// `name`.png.
+Outcome shot_1280(const std::string& name, const std::string& args) {
+  const std::string png = tmp(name + ".png");
+  std::remove(png.c_str());
+  const dql::test::GuiRun r = dql::test::run_under_xvfb(
+      DQL_PROGRAM, "--screenshot " + png + " --size 1280x800 " + args, "1280x800x24", tmp("log.txt"));
+  return Outcome{r.status, r.output, dql::test::load_png(png)};
+}
+
+// Pixels of colour `rgb` in rows [from, to).
+size_t pixels_of(const dql::test::Image& im, uint32_t rgb, int from, int to) {
+  size_t n = 0;
+  for (int y = from; y < to; ++y) {
+    for (int x = 0; x < im.w; ++x) n += im.at(x, y) == rgb ? 1 : 0;
+  }
+  return n;
+}
+
 // A scripted benchmark in the timing view, its results saved to `json` (removed first).
 Outcome timed_run(const std::string& script, const std::string& json) {
   std::remove(json.c_str());
@@ -214,20 +233,14 @@ TEST_CASE("--text-scale: the text drawn larger") {
   const auto text_height = [](const dql::test::Image& im) {
     return rows_holding(im, 0xFFFFFF, im.h - 60, im.w / 3);
   };
-  const auto shot = [](const std::string& scale) {
-    const std::string png = tmp("scale.png");
-    std::remove(png.c_str());
-    const dql::test::GuiRun r = dql::test::run_under_xvfb(
-        DQL_PROGRAM, "--screenshot " + png + " --size 1280x800 --view float --text-scale " + scale,
-        "1280x800x24", tmp("log.txt"));
-    INFO(r.output);
-    CHECK(r.status == 0);
-    return dql::test::load_png(png);
-  };
-  const dql::test::Image normal = shot("1"), large = shot("2");
-  REQUIRE(normal.ok());
-  REQUIRE(large.ok());
-  const int h1 = text_height(normal), h2 = text_height(large);
+  const Outcome normal = shot_1280("scale-1", "--view float --text-scale 1");
+  const Outcome large = shot_1280("scale-2", "--view float --text-scale 2");
+  INFO(normal.output << large.output);
+  CHECK(normal.status == 0);
+  CHECK(large.status == 0);
+  REQUIRE(normal.picture.ok());
+  REQUIRE(large.picture.ok());
+  const int h1 = text_height(normal.picture), h2 = text_height(large.picture);
   INFO("glyph heights " << h1 << " and " << h2);
   CHECK(h1 > 5);
   CHECK(h2 > h1 * 8 / 5);
@@ -237,50 +250,30 @@ TEST_CASE("--text-scale 2: the stepper's 32 input bits fit a 1280-pixel window")
   // Input 0x7654321f: element e0's nibble (bits 3..0, the row's right end) all ones, filled with e0's
   // colour (palette::element(0), 230 85 85). At twice the text size the row at its normal cell width
   // is wider than the view and its right end lay past the window's edge.
-  const std::string png = tmp("stepper-large.png");
-  std::remove(png.c_str());
-  const dql::test::GuiRun r = dql::test::run_under_xvfb(
-      DQL_PROGRAM,
-      "--screenshot " + png +
-          " --size 1280x800 --view stepper --text-scale 2 --script \"stepper.hex=0x7654321f\"",
-      "1280x800x24", tmp("log.txt"));
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  const dql::test::Image im = dql::test::load_png(png);
-  REQUIRE(im.ok());
+  const Outcome o =
+      shot_1280("stepper-large", "--view stepper --text-scale 2 --script \"stepper.hex=0x7654321f\"");
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  REQUIRE(o.picture.ok());
   // The input row is in the top 40% of the window; four cells of about 20x45 pixels less their digits hold
   // the colour (about 1600 pixels; the "e0" text in the table below adds a few dozen).
-  size_t e0 = 0;
-  for (int y = 0; y < im.h * 2 / 5; ++y) {
-    for (int x = 0; x < im.w; ++x) e0 += im.at(x, y) == 0xE65555 ? 1 : 0;
-  }
-  CHECK(e0 > 1000);
+  CHECK(pixels_of(o.picture, 0xE65555, 0, o.picture.h * 2 / 5) > 1000);
 }
 
 TEST_CASE("--text-scale 1.5: the SASS view's kernels and listing in sight under its legend") {
   // At 1.5x the legend reached the window's edge and the note after it wrapped one letter a line, pushing
   // the kernel table and the listing below the window. LOP3 counts and LOP3 lines are drawn in
   // palette::element(1) (240 150 60).
-  const std::string png = tmp("sass-large.png");
-  std::remove(png.c_str());
-  const dql::test::GuiRun r = dql::test::run_under_xvfb(
-      DQL_PROGRAM,
-      "--screenshot " + png +
-          " --size 1280x800 --view sass --text-scale 1.5 --script \"sass.kernel=dequant/awq-int4-fp16\"",
-      "1280x800x24", tmp("log.txt"));
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  if (r.output.find("SASS is not available in this build") != std::string::npos) {
+  const Outcome o =
+      shot_1280("sass-large", "--view sass --text-scale 1.5 --script \"sass.kernel=dequant/awq-int4-fp16\"");
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  if (o.output.find("SASS is not available in this build") != std::string::npos) {
     MESSAGE("skipped: this build has no SASS listing (no cuobjdump when it was built)");
     return;
   }
-  const dql::test::Image im = dql::test::load_png(png);
-  REQUIRE(im.ok());
-  size_t lop3 = 0;
-  for (int y = im.h / 2; y < im.h; ++y) {
-    for (int x = 0; x < im.w; ++x) lop3 += im.at(x, y) == 0xF0963C ? 1 : 0;
-  }
-  CHECK(lop3 > 200);
+  REQUIRE(o.picture.ok());
+  CHECK(pixels_of(o.picture, 0xF0963C, o.picture.h / 2, o.picture.h) > 200);
 }
 
 TEST_CASE("layouts view: a screenshot outlines only the element pinned, not one under the server's pointer") {
