@@ -127,7 +127,7 @@ BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui
   const float least = ImGui::CalcTextSize("0").x + 0.1f * em;
   if (ui.mono) ImGui::PopFont();
   const float wanted = opt.cell_em * em, natural = opt.width * wanted + groups * 0.35f * em;
-  const float s = bit_row_scale(natural, ImGui::GetContentRegionAvail().x, least / wanted);
+  const float s = bit_row_scale(natural, ImGui::GetContentRegionAvail().x - opt.reserve, least / wanted);
   const float cw = s * wanted, ch = 1.5f * em, gap = s * 0.35f * em;
   const float label_h = opt.numbers ? 1.0f * em : 0.0f;
   const ImVec2 p0 = ImGui::GetCursorScreenPos();

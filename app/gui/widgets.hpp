@@ -59,6 +59,7 @@ struct BitRowOptions {
   bool numbers = true;             // bit numbers above each nibble
   float cell_em = 1.15f;           // cell width in em where the row fits
   const int8_t* digits = nullptr;  // per bit: a digit 0-9 drawn (bright) instead of the bit value
+  float reserve = 0.0f;            // pixels kept free right of the row (for what follows it) when narrowing
 };
 struct BitRow {
   int clicked = -1;                   // bit number clicked this frame

@@ -289,6 +289,7 @@ void draw_step(Model& m, const Ui& ui) {
       BitRowOptions opt;
       opt.numbers = false;
       opt.cell_em = 0.8f;
+      opt.reserve = mono_width(ui, "0x00000000") + ImGui::GetStyle().ItemSpacing.x;
       bit_row(o.text.c_str(), o.value, c, ui, opt);
       same_line_if_fits(mono_width(ui, "0x00000000"));
       mono_text(ui, "0x%08x", o.value);
@@ -306,10 +307,13 @@ void draw_step(Model& m, const Ui& ui) {
   const uint32_t gv = gpu ? m.gpu_values[static_cast<size_t>(m.step)] : s.value;
   mono_text(ui, "%s =", s.dst.c_str());
   ImGui::SameLine(5.0f * ui.em);
+  // The destination's rows (bits, fields, GPU) keep room for the hex and view name at their right.
+  const std::string dst_text = fmt::format("0x{:08x}  {}", s.value, recipes::view_name(s.view));
+  const float reserve = mono_width(ui, dst_text.c_str()) + ImGui::GetStyle().ItemSpacing.x;
   BitRowOptions opt;
   opt.marked = gpu ? (gv ^ s.value) : 0u;
+  opt.reserve = reserve;
   bit_row("dst", s.value, colors_by_source(src), ui, opt);
-  const std::string dst_text = fmt::format("0x{:08x}  {}", s.value, recipes::view_name(s.view));
   same_line_if_fits(mono_width(ui, dst_text.c_str()));
   mono_text(ui, "%s", dst_text.c_str());
   if (is_float_view(s.view) || s.view == View::U32) {
@@ -322,7 +326,7 @@ void draw_step(Model& m, const Ui& ui) {
     ImGui::SameLine();
     bit_row("fields", s.value,
             colors_by_float(lane_format(s.view), s.view == View::F32 ? 1 : (s.view == View::F16 ? 1 : 2)), ui,
-            BitRowOptions{32, 0, -1, false, false, 1.15f});
+            BitRowOptions{.numbers = false, .reserve = reserve});
     same_line_if_fits(12.0f * ui.em);
     dim_text("fields: sign, exponent, mantissa");
   }
@@ -332,6 +336,7 @@ void draw_step(Model& m, const Ui& ui) {
     BitRowOptions g_opt;
     g_opt.numbers = false;
     g_opt.marked = gv ^ s.value;
+    g_opt.reserve = reserve;
     bit_row("gpu", gv, colors_by_source(src), ui, g_opt);
     same_line_if_fits(12.0f * ui.em);
     if (gv == s.value) {
