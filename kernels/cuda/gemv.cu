@@ -2640,9 +2640,11 @@ struct OnlineArgs {
   float* parts;  // [slices, M, N] where slices > 1
 };
 
-// WPT words (4 int8 each) per lane and channel per step: G = 16 WPT.
+// WPT words (4 int8 each) per lane and channel per step: G = 16 WPT. Two token tiles ask 5 blocks a
+// multiprocessor (up to 96 registers): with the scales a block ahead they measured 0.97-1.10x the 6 blocks
+// of 80 registers (H200; notes/performance.md, seventy-sixth session, "ONX").
 template <int WPT, OutType T, int NT>
-__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(OnlineArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 5) online_kernel(OnlineArgs a) {
   constexpr int G = 16 * WPT;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, r = lane % 4;
   const int64_t ch0 = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * 16 + g, ch1 = ch0 + 8;
@@ -2657,8 +2659,8 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
   const uint32_t* row0 = a.q + r0 * a.k / 4;
   const uint32_t* row1 = a.q + r1 * a.k / 4;
   float acc[NT][4] = {};
-  // A block's weight words: asked for before the activations are waited for, and each next block's
-  // as soon as this block's products and sums have read them.
+  // A block's weight words and their two scales: asked for before the activations are waited for, and
+  // each next block's as soon as this block's products and sums have read them.
   uint32_t wa[WPT], wb[WPT];
   const auto load_w = [&](int64_t b) {
     const int64_t w = b * G / 4 + r * WPT;
@@ -2670,8 +2672,14 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
       wb[i] = t1.x, wb[i + 1] = t1.y, wb[i + 2] = t1.z, wb[i + 3] = t1.w;
     }
   };
+  uint16_t sw0 = 0, sw1 = 0;
+  const auto load_s = [&](int64_t b) {
+    sw0 = __ldg(a.scales + r0 * blocks + b);
+    sw1 = __ldg(a.scales + r1 * blocks + b);
+  };
   const int64_t b_first = gemv::online_slice_first(blockIdx.y, a.slices, blocks);
   load_w(b_first);
+  load_s(b_first);
 #ifdef DQL_BULK_COPY
   // On compute capability 9.0 this kernel is the programmatic dependent of the activations' kernel
   // (wait: its codes and parameters are written) and the settling kernel this kernel's.
@@ -2707,19 +2715,30 @@ __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 6) online_kernel(On
       s0 = __dp4a(static_cast<int>(wa[i]), 0x01010101, s0);
       s1 = __dp4a(static_cast<int>(wb[i]), 0x01010101, s1);
     }
-    if (b + 1 < b_end) load_w(b + 1);
+    const float sb0 = quant::half_to_f32(sw0), sb1 = quant::half_to_f32(sw1);
+    if (b + 1 < b_end) {
+      load_w(b + 1);
+      load_s(b + 1);
+    }
     for (int o = 1; o < 4; o *= 2) {
       s0 += __shfl_xor_sync(0xFFFFFFFFu, s0, o);
       s1 += __shfl_xor_sync(0xFFFFFFFFu, s1, o);
     }
-    const float sb0 = quant::half_to_f32(__ldg(a.scales + r0 * blocks + b));
-    const float sb1 = quant::half_to_f32(__ldg(a.scales + r1 * blocks + b));
+    // The lane's two tokens' activation parameters of the block, each tile's.
+    gemv::ActBlock abt[NT][2];
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const int64_t tok = tok_c + 8 * t + i;
+        abt[t][i] = tok < a.m ? a.ab[tok * blocks + b] : gemv::ActBlock{0.0f, 0.0f};
+      }
+    }
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int64_t tok = tok_c + 8 * t + (i & 1);
-        const gemv::ActBlock ab = tok < a.m ? a.ab[tok * blocks + b] : gemv::ActBlock{0.0f, 0.0f};
+        const gemv::ActBlock ab = abt[t][i & 1];
         const float sb = i < 2 ? sb0 : sb1;
         const int bs = i < 2 ? s0 : s1;
         const float t1 = __fmul_rn(__fmul_rn(ab.scale, sb), static_cast<float>(c[t][i]));
