@@ -12,7 +12,8 @@ inline constexpr double kTextScaleLeast = 0.6, kTextScaleMost = 3.0;
 struct Settings {
   int width = 1600, height = 960;
   int x = -1, y = -1;  // window position; -1: let the window system choose
-  float font_scale = 1.0f;  // kTextScaleLeast .. kTextScaleMost
+  // The text size, kTextScaleLeast .. kTextScaleMost.
+  float font_scale = 1.0f;
   std::string view = "stepper";
   std::string state;  // the last state token
 };

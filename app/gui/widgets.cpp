@@ -315,6 +315,14 @@ float mono_width(const Ui& ui, const char* text) {
   return w;
 }
 
+float mono_room(const Ui& ui, const char* text) {
+  return mono_width(ui, text) + ImGui::GetStyle().ItemSpacing.x;
+}
+
+float rest_height(float least, float margin) {
+  return std::max(least, ImGui::GetContentRegionAvail().y - margin);
+}
+
 void same_line_if_fits(float width, float spacing) {
   // Measured before moving: SameLine followed by NewLine would count the spacing after the last
   // item as content, and a row that ends at the edge would then make the view scroll sideways.

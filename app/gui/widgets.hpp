@@ -121,6 +121,11 @@ void same_line_if_fits(float width, float spacing = -1.0f);
 // wide with its label beside it. Label text after "##" is not shown and not counted.
 float check_width(const char* label);
 float mono_width(const Ui& ui, const char* text);  // text in the monospaced font
+// The room monospaced `text` takes after an item on the same line (its width and the spacing before it).
+float mono_room(const Ui& ui, const char* text);
+// The height left below the cursor less `margin`, but `least` at least: a figure or list that fills the
+// rest of the view and, where little is left (large text), keeps its size and lets the view scroll.
+float rest_height(float least, float margin = 0.0f);
 float button_width(const char* label);
 float labelled_width(float field, const char* label);
 // An error sentence in red, wrapped.

@@ -205,7 +205,7 @@ void draw_lop3(Model& m, const Ui& ui) {
   BitRowOptions o;
   o.highlight = g.hover_bit;
   // Every row keeps room for a register's hex at its right, so that the rows stay in columns.
-  o.reserve = mono_width(ui, "0x00000000") + ImGui::GetStyle().ItemSpacing.x;
+  o.reserve = mono_room(ui, "0x00000000");
   const BitColors plain = colors_uniform(IM_COL32(110, 110, 130, 255));
   int hovered_bit = -1;
   for (int k = 0; k < 3; ++k) {

@@ -360,8 +360,7 @@ void draw_listing(Model& m, const Ui& ui) {
 
   // The rest of the view, but 16 lines at least (under the kernel list at large text, the view scrolls).
   const float least_h = 16.0f * (ImGui::GetTextLineHeight() + 0.15f * ui.em);
-  ImGui::BeginChild("listing", ImVec2(0, std::max(least_h, ImGui::GetContentRegionAvail().y)), true,
-                    ImGuiWindowFlags_HorizontalScrollbar);
+  ImGui::BeginChild("listing", ImVec2(0, rest_height(least_h)), true, ImGuiWindowFlags_HorizontalScrollbar);
   if (ui.mono) ImGui::PushFont(ui.mono);
   ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, 0.0f));
   const float ch = ImGui::CalcTextSize("0").x;

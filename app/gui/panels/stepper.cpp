@@ -289,7 +289,7 @@ void draw_step(Model& m, const Ui& ui) {
       BitRowOptions opt;
       opt.numbers = false;
       opt.cell_em = 0.8f;
-      opt.reserve = mono_width(ui, "0x00000000") + ImGui::GetStyle().ItemSpacing.x;
+      opt.reserve = mono_room(ui, "0x00000000");
       bit_row(o.text.c_str(), o.value, c, ui, opt);
       same_line_if_fits(mono_width(ui, "0x00000000"));
       mono_text(ui, "0x%08x", o.value);
@@ -309,7 +309,7 @@ void draw_step(Model& m, const Ui& ui) {
   ImGui::SameLine(5.0f * ui.em);
   // The destination's rows (bits, fields, GPU) keep room for the hex and view name at their right.
   const std::string dst_text = fmt::format("0x{:08x}  {}", s.value, recipes::view_name(s.view));
-  const float reserve = mono_width(ui, dst_text.c_str()) + ImGui::GetStyle().ItemSpacing.x;
+  const float reserve = mono_room(ui, dst_text.c_str());
   BitRowOptions opt;
   opt.marked = gpu ? (gv ^ s.value) : 0u;
   opt.reserve = reserve;

@@ -166,8 +166,7 @@ void bars(const std::vector<BenchRow>& rows, const Ui& ui) {
 // GB/s against bytes moved, both on log axes, one line per kernel, and the copy bandwidth.
 void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
   const float em = ui.em;
-  const ImVec2 size(ImGui::GetContentRegionAvail().x,
-                    std::max(14 * em, ImGui::GetContentRegionAvail().y - em));
+  const ImVec2 size(ImGui::GetContentRegionAvail().x, rest_height(14 * em, em));
   ImGui::InvisibleButton("sweep", size);
   const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -656,8 +655,7 @@ void draw_timing(Model& m, const Ui& ui) {
     // The rest of the view, but room for 12 rows at least (where the setup leaves less, the view scrolls).
     const float least = static_cast<float>(std::min<size_t>(rows.size() + 1, 13)) * ImGui::GetFrameHeight() +
                         ImGui::GetStyle().ScrollbarSize;
-    if (ImGui::BeginTable("results", 8, f,
-                          ImVec2(0, std::max(least, ImGui::GetContentRegionAvail().y - 0.5f * em)))) {
+    if (ImGui::BeginTable("results", 8, f, ImVec2(0, rest_height(least, 0.5f * em)))) {
       ImGui::TableSetupScrollFreeze(1, 1);
       for (const char* h : {"kernel", "shape", "samples", "median", "noise", "GB/s", "% of copy", "speed-up"})
         ImGui::TableSetupColumn(h);
@@ -692,7 +690,7 @@ void draw_timing(Model& m, const Ui& ui) {
     dim_text("bar: median; whisker: Q1 .. Q3 (the noise); dots: min and max");
     // The rest of the view, but room for 12 bars at least (the view scrolls where the setup leaves less).
     const float bars_h = 1.3f * em * static_cast<float>(std::min<size_t>(rows.size(), 12)) + 3 * em;
-    ImGui::BeginChild("bars child", ImVec2(0, std::max(bars_h, ImGui::GetContentRegionAvail().y)), false);
+    ImGui::BeginChild("bars child", ImVec2(0, rest_height(bars_h)), false);
     bars(rows, ui);
     ImGui::EndChild();
     ImGui::EndTabItem();
