@@ -116,6 +116,35 @@ float bit_row_scale(float natural, float room, float least) {
   return std::min(1.0f, std::max(std::min(least, 1.0f), room / natural));
 }
 
+double nice_step(double top, int ticks) {
+  const double raw = top / std::max(ticks, 1);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * p >= raw) return m * p;
+  }
+  return 10 * p;
+}
+
+double fitting_step(double top, int most, float span, float gap, float overhang,
+                    const std::function<float(double)>& label_width) {
+  double step = nice_step(top, 1);
+  for (int ticks = std::max(most, 1); ticks >= 1; --ticks) {
+    step = nice_step(top, ticks);
+    const int steps = static_cast<int>(std::ceil(top / step - 1e-9));
+    bool fits = true;
+    float right = -1e30f;  // where the label before ends
+    for (int i = 0; i <= steps && fits; ++i) {
+      const float tw = label_width(i * step);
+      const float left =
+          std::min(span * static_cast<float>(i) / static_cast<float>(steps) - tw / 2, span + overhang - tw);
+      fits = left >= right + gap;
+      right = left + tw;
+    }
+    if (fits) return step;
+  }
+  return step;
+}
+
 BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui& ui,
                const BitRowOptions& opt) {
   BitRow r;

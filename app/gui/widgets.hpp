@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -75,6 +76,16 @@ BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui
 // The factor a bit row's cells and gaps are drawn at: 1 where its natural width fits the room,
 // less where it does not, but not below `least` (a cell a digit wide; 1 when that is above 1).
 float bit_row_scale(float natural, float room, float least);
+
+// The 1-2-5 step (1, 2, 5, 10, 20, ...) of a linear axis from 0 that takes about `ticks` steps to reach
+// `top`.
+double nice_step(double top, int ticks);
+// The finest 1-2-5 step, from about `most` steps down to one, whose tick labels stand at least `gap`
+// apart on an axis `span` wide that ends at the first tick at or past `top`: each label (label_width of
+// its tick's value) centred on its tick, but pushed left so that it ends no more than `overhang` past the
+// axis's end. The coarsest step where none fits.
+double fitting_step(double top, int most, float span, float gap, float overhang,
+                    const std::function<float(double)>& label_width);
 
 // One float split into sign | exponent | mantissa boxes followed by "= value" (exact, shortest).
 void float_split(uint32_t bits, bits::FloatFormat f, const Ui& ui);

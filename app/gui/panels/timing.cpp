@@ -76,16 +76,6 @@ int group_of(int choice) { return choice == 0 ? 32 : choice == 1 ? 64 : 128; }
 // The GEMV / GEMM cases' X and Y types the panel offers: a kernel's name ends with its type.
 const std::vector<recipes::OutType> kBothTypes = {recipes::OutType::F16, recipes::OutType::BF16};
 
-// 1-2-5 steps for a linear axis up to `top`.
-double nice_step(double top, int ticks) {
-  const double raw = top / std::max(ticks, 1);
-  const double p = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0}) {
-    if (m * p >= raw) return m * p;
-  }
-  return 10 * p;
-}
-
 std::string si_bytes(double b) {
   const char* u[] = {"B", "KB", "MB", "GB", "TB"};
   int i = 0;
@@ -120,15 +110,21 @@ void bars(const std::vector<BenchRow>& rows, const Ui& ui) {
   double top = 0;
   for (const BenchRow& r : rows) top = std::max(top, r.stats.q3_s);
   if (!(top > 0)) return;
-  const double step = nice_step(top * 1e6, 5);
-  top = std::ceil(top * 1e6 / step) * step;  // in us
+  // As many ticks as their labels leave room for (up to 5; at large text and in narrow windows fewer).
+  const float span = w - label_w - em;
+  const double step = fitting_step(top * 1e6, 5, span, em, em, [](double us) {
+    return ImGui::CalcTextSize(front::format_duration(us).c_str()).x;
+  });
+  top = std::ceil(top * 1e6 / step - 1e-9) * step;  // in us
   const float h = bar_h * static_cast<float>(rows.size()) + 2 * em;
   ImGui::InvisibleButton("bars", ImVec2(w, h));
   const ImVec2 a = ImGui::GetItemRectMin();
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const float x0 = a.x + label_w, x1 = a.x + w - em;
+  const float x0 = a.x + label_w, x1 = x0 + span;
   const auto px = [&](double us) { return x0 + static_cast<float>(us / top) * (x1 - x0); };
-  for (double t = 0; t <= top + 1e-9; t += step) {
+  const int steps = static_cast<int>(std::lround(top / step));
+  for (int i = 0; i <= steps; ++i) {
+    const double t = i * step;
     const float x = px(t);
     dl->AddLine(ImVec2(x, a.y), ImVec2(x, a.y + h - 1.5f * em), IM_COL32(255, 255, 255, 30));
     const std::string lbl = front::format_duration(t);
