@@ -1678,7 +1678,9 @@ constexpr int kWalkThreads = (kWalkWarps + 1) * 32;
 // A stage of SPS steps: their weights (the 2 SPS tiles of a column group are 128 SPS contiguous bytes in
 // memory), then their X, constants and scale rows, each step's after the one before.
 // - SPS = 1: four stages, three blocks a multiprocessor (registers and shared memory let four of the
-//   fast form fit; three ran 28672x8192 at 16 rows faster, notes/performance.md, forty-fifth session).
+//   fast form fit; three ran 28672x8192 at 16 rows faster, notes/performance.md, forty-fifth session, and
+//   again in the seventy-ninth: held to 96 registers for four, fp16 ran 0.94-0.97x at 9 and 16 rows
+//   of 28672x8192 and 8192x28672, 1.00-1.01x at 8192x8192 and 0.91-0.97x at 4096x4096 on the H100).
 // - SPS = 2, bf16 X only (gemv::walk16_stage_steps): three stages, two blocks. Against SPS = 1 on the H200,
 //   alternated three times: bf16 1.02-1.03x at 28672x8192 and 8192x28672 from 2 to 16 rows, 1.00-1.01x at
 //   8192x8192 and 14336x4096, 0.98-0.99x at 4096x4096; fp16 0.995-1.003x at the two large shapes (its
@@ -2641,8 +2643,9 @@ struct OnlineArgs {
 };
 
 // WPT words (4 int8 each) per lane and channel per step: G = 16 WPT. Two token tiles ask 5 blocks a
-// multiprocessor (up to 96 registers): with the scales a block ahead they measured 0.97-1.10x the 6 blocks
-// of 80 registers (H200; notes/performance.md, seventy-sixth session, "ONX").
+// multiprocessor (up to 96 registers) and load the next block's scales with its words: against 6 blocks of
+// 80 registers without them, 1.00-1.07x at one row and 1.10-1.38x at 16 rows on five shapes (H200;
+// notes/performance.md, seventy-eighth session, "ONX").
 template <int WPT, OutType T, int NT>
 __global__ void __launch_bounds__(kWarps * 32, NT == 1 ? 8 : 5) online_kernel(OnlineArgs a) {
   constexpr int G = 16 * WPT;
