@@ -152,6 +152,13 @@ TEST_CASE("bench report: JSON rows, CSV and durations") {
   CHECK(front::format_duration(12.345) == "12.35 us");
   CHECK(front::format_duration(1234.0) == "1.234 ms");
   CHECK(front::format_duration(2.5e6) == "2.500 s");
+  // An axis's ticks: as short as they read, the steps' multiples without float noise.
+  CHECK(front::format_tick(0.0) == "0");
+  CHECK(front::format_tick(3 * 0.1) == "0.3 us");
+  CHECK(front::format_tick(200.0) == "200 us");
+  CHECK(front::format_tick(1500.0) == "1.5 ms");
+  CHECK(front::format_tick(3 * 10000.0) == "30 ms");
+  CHECK(front::format_tick(2e6) == "2 s");
 }
 
 TEST_CASE("bench report: A/B comparison verdicts and bad files") {

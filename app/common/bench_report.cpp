@@ -14,6 +14,14 @@ std::string format_duration(double us) {
   return fmt::format("{:.2f} us", us);
 }
 
+std::string format_tick(double us) {
+  if (us == 0) return "0";
+  // Six significant digits at most: a step's multiple such as 3 x 0.1 reads 0.3.
+  if (us >= 1e6) return fmt::format("{:g} s", us / 1e6);
+  if (us >= 1e3) return fmt::format("{:g} ms", us / 1e3);
+  return fmt::format("{:g} us", us);
+}
+
 nlohmann::json bench_device_json(const DeviceInfo& d, double copy_gbps, const GpuClocks& clocks) {
   nlohmann::json device = {{"backend", d.backend},
                            {"name", d.name},

@@ -15,6 +15,8 @@ namespace dql::front {
 
 // "12.34 us", "1.234 ms", "1.234 s".
 std::string format_duration(double us);
+// An axis tick's time, no longer than it needs: "0", "0.5 us", "200 us", "1.5 ms", "2 s".
+std::string format_tick(double us);
 
 // The device header of a report: backend, name, compute capability, SMs, L2, memory, the copy
 // bandwidth measured now, and the clocks where the driver reports them.

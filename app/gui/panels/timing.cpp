@@ -113,7 +113,7 @@ void bars(const std::vector<BenchRow>& rows, const Ui& ui) {
   // As many ticks as their labels leave room for (up to 5; at large text and in narrow windows fewer).
   const float span = w - label_w - em;
   const double step = fitting_step(top * 1e6, 5, span, em, em, [](double us) {
-    return ImGui::CalcTextSize(front::format_duration(us).c_str()).x;
+    return ImGui::CalcTextSize(front::format_tick(us).c_str()).x;
   });
   top = std::ceil(top * 1e6 / step - 1e-9) * step;  // in us
   const float h = bar_h * static_cast<float>(rows.size()) + 2 * em;
@@ -127,7 +127,7 @@ void bars(const std::vector<BenchRow>& rows, const Ui& ui) {
     const double t = i * step;
     const float x = px(t);
     dl->AddLine(ImVec2(x, a.y), ImVec2(x, a.y + h - 1.5f * em), IM_COL32(255, 255, 255, 30));
-    const std::string lbl = front::format_duration(t);
+    const std::string lbl = front::format_tick(t);
     const float tw = ImGui::CalcTextSize(lbl.c_str()).x;
     dl->AddText(ImVec2(std::min(x - tw * 0.5f, a.x + w - tw), a.y + h - 1.3f * em), palette::kDim,
                 lbl.c_str());
