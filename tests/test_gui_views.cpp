@@ -4,6 +4,7 @@
 // Linked into the GUI app test program (its main skips everything where Xvfb is missing).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -274,6 +275,31 @@ TEST_CASE("--text-scale 1.5: the SASS view's kernels and listing in sight under 
   }
   REQUIRE(o.picture.ok());
   CHECK(pixels_of(o.picture, 0xF0963C, o.picture.h / 2, o.picture.h) > 200);
+}
+
+TEST_CASE("--text-scale 3: the list of views only as wide as its titles") {
+  // The selected view's row in the list is filled with the style's header colour (34 60 95). The list was
+  // 9 em wide whatever its titles: at 3x a third of a 1280-pixel window (its fill ran to x = 402); it now
+  // takes its longest title ("Quantize") and a scroll bar (the fill ends near x = 292).
+  const Outcome o = shot_1280("views-large", "--view lop3 --text-scale 3");
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  REQUIRE(o.picture.ok());
+  constexpr uint32_t kSelected = 0x223C5F;
+  int rows = 0, right = 0;
+  for (int y = 0; y < o.picture.h; ++y) {
+    if (o.picture.at(40, y) != kSelected) continue;
+    ++rows;
+    // The fill's right end: the last pixel of its colour before a gap wider than any glyph of the title.
+    int last = 40;
+    for (int x = 40; x < o.picture.w && x - last <= 40; ++x) {
+      if (o.picture.at(x, y) == kSelected) last = x;
+    }
+    right = std::max(right, last);
+  }
+  CHECK(rows > 40);         // the selected row (1.6 em at 48-pixel text) was found
+  CHECK(right > 200);       // as wide as "LOP3" and "Quantize" at least
+  CHECK(right < 1280 / 4);  // and no wider than a quarter of the window
 }
 
 TEST_CASE("layouts view: a screenshot outlines only the element pinned, not one under the server's pointer") {

@@ -350,7 +350,14 @@ void draw_frame(Shell& s) {
   ImGui::Begin("##root", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
                    ImGuiWindowFlags_NoBringToFrontOnFocus | ImGuiWindowFlags_NoBackground);
-  ImGui::BeginChild("##views", ImVec2(9.0f * s.ui.em, 0), true);
+  // The list of views as wide as its longest title and a scroll bar (which it takes at large text in a
+  // short window), so that at 2-3x text the view beside it keeps the room.
+  float titles_w = 0.0f;
+  for (const char* t : kTitles) titles_w = std::max(titles_w, ImGui::CalcTextSize(t).x);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  ImGui::BeginChild("##views",
+                    ImVec2(titles_w + 2.0f * style.WindowPadding.x + style.ScrollbarSize + 1.0f * s.ui.em, 0),
+                    true);
   for (int i = 0; i < static_cast<int>(ViewId::Count); ++i) {
     if (ImGui::Selectable(kTitles[i], m.view == static_cast<ViewId>(i), 0, ImVec2(0, 1.6f * s.ui.em))) {
       m.view = static_cast<ViewId>(i);
