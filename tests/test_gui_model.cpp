@@ -229,7 +229,7 @@ TEST_CASE("bit rows narrow to the room there is, down to a digit's width") {
 }
 
 TEST_CASE("an axis takes as many 1-2-5 ticks as its labels leave room for") {
-  using dql::gui::fitting_step;
+  using dql::gui::fitting_ticks;
   using dql::gui::nice_step;
   CHECK(nice_step(37.0, 5) == 10.0);
   CHECK(nice_step(37.0, 3) == 20.0);
@@ -237,20 +237,24 @@ TEST_CASE("an axis takes as many 1-2-5 ticks as its labels leave room for") {
   CHECK(nice_step(0.0042, 4) == doctest::Approx(0.002));
   const auto sixty = [](double) { return 60.0f; };
   // Wide: the five steps asked for (0, 10, .., 40 us: 250 pixels apart).
-  CHECK(fitting_step(37.0, 5, 1000.0f, 10.0f, 0.0f, sixty) == 10.0);
+  CHECK(fitting_ticks(37.0, 5, 1000.0f, 10.0f, 0.0f, sixty).step == 10.0);
   // Narrower: 0 .. 40 in tens would put 60-pixel labels 50 apart; in twenties they are 100 apart.
-  CHECK(fitting_step(37.0, 5, 200.0f, 10.0f, 0.0f, sixty) == 20.0);
+  CHECK(fitting_ticks(37.0, 5, 200.0f, 10.0f, 0.0f, sixty).step == 20.0);
   // The last label pushed left to end at the axis's end: 0, 20, 40 fit with a gap of 10 exactly, not 11,
   // and then only the ends are labelled; with room past the end they fit again.
-  CHECK(fitting_step(37.0, 5, 200.0f, 11.0f, 0.0f, sixty) == 50.0);
-  CHECK(fitting_step(37.0, 5, 200.0f, 11.0f, 30.0f, sixty) == 20.0);
+  CHECK(fitting_ticks(37.0, 5, 200.0f, 11.0f, 0.0f, sixty).step == 50.0);
+  CHECK(fitting_ticks(37.0, 5, 200.0f, 11.0f, 30.0f, sixty).step == 20.0);
   // Labels of different widths: the widest pair decides.
   const auto wide_end = [](double v) { return v >= 40.0 ? 120.0f : 40.0f; };
-  CHECK(fitting_step(37.0, 5, 360.0f, 10.0f, 60.0f, wide_end) == 10.0);
-  CHECK(fitting_step(37.0, 5, 300.0f, 10.0f, 60.0f, wide_end) == 20.0);
-  CHECK(fitting_step(37.0, 5, 300.0f, 10.0f, 60.0f, sixty) == 10.0);  // 60 wide all: fits at 300
+  CHECK(fitting_ticks(37.0, 5, 360.0f, 10.0f, 60.0f, wide_end).step == 10.0);
+  CHECK(fitting_ticks(37.0, 5, 300.0f, 10.0f, 60.0f, wide_end).step == 20.0);
+  CHECK(fitting_ticks(37.0, 5, 300.0f, 10.0f, 60.0f, sixty).step == 10.0);  // 60 wide all: fits at 300
   // Nothing fits: the coarsest step, one label at each end.
-  CHECK(fitting_step(37.0, 5, 10.0f, 10.0f, 0.0f, sixty) == 50.0);
+  CHECK(fitting_ticks(37.0, 5, 10.0f, 10.0f, 0.0f, sixty).step == 50.0);
+  // The axis ends at the first tick at or past the top: 0 .. 40 in four steps of 10, 0 .. 50 in one.
+  CHECK(fitting_ticks(37.0, 5, 1000.0f, 10.0f, 0.0f, sixty).steps == 4);
+  CHECK(fitting_ticks(37.0, 5, 10.0f, 10.0f, 0.0f, sixty).steps == 1);
+  CHECK(fitting_ticks(40.0, 5, 1000.0f, 10.0f, 0.0f, sixty).steps == 4);  // a top on a tick ends there
 }
 
 TEST_CASE("exact decimal expansion of float patterns") {

@@ -279,7 +279,7 @@ TEST_CASE("--text-scale 1.5: the SASS view's kernels and listing in sight under 
 
 TEST_CASE("--text-scale 3: the list of views only as wide as its titles") {
   // The selected view's row in the list is filled with the style's header colour (34 60 95). The list was
-  // 9 em wide whatever its titles: at 3x a third of a 1280-pixel window (its fill ran to x = 402); it now
+  // 9 em wide whatever its titles: at 3x a third of a 1280-pixel window (its fill ran to x = 401); it now
   // takes its longest title ("Quantize") and a scroll bar (the fill ends near x = 292).
   const Outcome o = shot_1280("views-large", "--view lop3 --text-scale 3");
   INFO(o.output);

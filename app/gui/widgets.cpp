@@ -125,24 +125,24 @@ double nice_step(double top, int ticks) {
   return 10 * p;
 }
 
-double fitting_step(double top, int most, float span, float gap, float overhang,
-                    const std::function<float(double)>& label_width) {
-  double step = nice_step(top, 1);
+AxisTicks fitting_ticks(double top, int most, float span, float gap, float overhang,
+                        const std::function<float(double)>& label_width) {
+  AxisTicks t;
   for (int ticks = std::max(most, 1); ticks >= 1; --ticks) {
-    step = nice_step(top, ticks);
-    const int steps = static_cast<int>(std::ceil(top / step - 1e-9));
+    t.step = nice_step(top, ticks);
+    t.steps = static_cast<int>(std::ceil(top / t.step - 1e-9));
     bool fits = true;
     float right = -1e30f;  // where the label before ends
-    for (int i = 0; i <= steps && fits; ++i) {
-      const float tw = label_width(i * step);
-      const float left =
-          std::min(span * static_cast<float>(i) / static_cast<float>(steps) - tw / 2, span + overhang - tw);
+    for (int i = 0; i <= t.steps && fits; ++i) {
+      const float tw = label_width(i * t.step);
+      const float x = span * static_cast<float>(i) / static_cast<float>(t.steps);
+      const float left = tick_label_left(x, tw, span, overhang);
       fits = left >= right + gap;
       right = left + tw;
     }
-    if (fits) return step;
+    if (fits) break;
   }
-  return step;
+  return t;
 }
 
 BitRow bit_row(const char* id, uint32_t value, const BitColors& colors, const Ui& ui,

@@ -80,12 +80,21 @@ float bit_row_scale(float natural, float room, float least);
 // The 1-2-5 step (1, 2, 5, 10, 20, ...) of a linear axis from 0 that takes about `ticks` steps to reach
 // `top`.
 double nice_step(double top, int ticks);
+// The ticks of a linear axis from 0: 0, step, .., steps x step, the last the first at or past `top`.
+struct AxisTicks {
+  double step = 0.0;
+  int steps = 0;
+};
 // The finest 1-2-5 step, from about `most` steps down to one, whose tick labels stand at least `gap`
-// apart on an axis `span` wide that ends at the first tick at or past `top`: each label (label_width of
-// its tick's value) centred on its tick, but pushed left so that it ends no more than `overhang` past the
-// axis's end. The coarsest step where none fits.
-double fitting_step(double top, int most, float span, float gap, float overhang,
-                    const std::function<float(double)>& label_width);
+// apart on an axis `span` wide: each label (label_width of its tick's value) centred on its tick, but
+// pushed left so that it ends no more than `overhang` past the axis's end (tick_label_left). The
+// coarsest step where none fits.
+AxisTicks fitting_ticks(double top, int most, float span, float gap, float overhang,
+                        const std::function<float(double)>& label_width);
+// Where a label `width` wide starts for a tick at `x` on an axis ending at `end`, as fitting_ticks places it.
+inline float tick_label_left(float x, float width, float end, float overhang) {
+  return x - width / 2 < end + overhang - width ? x - width / 2 : end + overhang - width;
+}
 
 // One float split into sign | exponent | mantissa boxes followed by "= value" (exact, shortest).
 void float_split(uint32_t bits, bits::FloatFormat f, const Ui& ui);

@@ -111,25 +111,24 @@ void bars(const std::vector<BenchRow>& rows, const Ui& ui) {
   for (const BenchRow& r : rows) top = std::max(top, r.stats.q3_s);
   if (!(top > 0)) return;
   // As many ticks as their labels leave room for (up to 5; at large text and in narrow windows fewer).
-  const float span = w - label_w - em;
-  const double step = fitting_step(top * 1e6, 5, span, em, em, [](double us) {
+  const float span = w - label_w - em, overhang = em;
+  const AxisTicks ticks = fitting_ticks(top * 1e6, 5, span, em, overhang, [](double us) {
     return ImGui::CalcTextSize(front::format_tick(us).c_str()).x;
   });
-  top = std::ceil(top * 1e6 / step - 1e-9) * step;  // in us
+  top = ticks.steps * ticks.step;  // in us
   const float h = bar_h * static_cast<float>(rows.size()) + 2 * em;
   ImGui::InvisibleButton("bars", ImVec2(w, h));
   const ImVec2 a = ImGui::GetItemRectMin();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float x0 = a.x + label_w, x1 = x0 + span;
   const auto px = [&](double us) { return x0 + static_cast<float>(us / top) * (x1 - x0); };
-  const int steps = static_cast<int>(std::lround(top / step));
-  for (int i = 0; i <= steps; ++i) {
-    const double t = i * step;
+  for (int i = 0; i <= ticks.steps; ++i) {
+    const double t = i * ticks.step;
     const float x = px(t);
     dl->AddLine(ImVec2(x, a.y), ImVec2(x, a.y + h - 1.5f * em), IM_COL32(255, 255, 255, 30));
     const std::string lbl = front::format_tick(t);
     const float tw = ImGui::CalcTextSize(lbl.c_str()).x;
-    dl->AddText(ImVec2(std::min(x - tw * 0.5f, a.x + w - tw), a.y + h - 1.3f * em), palette::kDim,
+    dl->AddText(ImVec2(tick_label_left(x, tw, x1, overhang), a.y + h - 1.3f * em), palette::kDim,
                 lbl.c_str());
   }
   std::map<std::string, int> hue;
