@@ -27,8 +27,10 @@ __global__ void __launch_bounds__(1024, 1)
   if (SF == 2 && SCALES) {  // the block's 64 scale rows into L2 at the start, one bulk prefetch a row
     for (int r = threadIdx.x; r < k / 128; r += blockDim.x) {
       const uintptr_t b = reinterpret_cast<uintptr_t>(scales + r * n + 4 * cg0) & ~uintptr_t{15};
-      const uintptr_t e = (reinterpret_cast<uintptr_t>(scales + r * n + 4 * (cg0 + count)) + 15) & ~uintptr_t{15};
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(b), "r"(static_cast<unsigned>(e - b)) : "memory");
+      const uintptr_t e =
+          (reinterpret_cast<uintptr_t>(scales + r * n + 4 * (cg0 + count)) + 15) & ~uintptr_t{15};
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(b), "r"(static_cast<unsigned>(e - b))
+                   : "memory");
     }
   }
   const auto scale = [](const uint16_t* q) {
@@ -61,21 +63,6 @@ __global__ void __launch_bounds__(1024, 1)
       p += stride, sp += 4;
       if (j0 + d < count) acc ^= buf[d].x ^ buf[d].y ^ buf[d].z ^ buf[d].w ^ sc[d];
     }
-  }
-  if (acc == 0x12345678u) sink = acc;
-}
-
-// Plain grid-stride read, U loads in flight a thread.
-template <int U>
-__global__ void lin_read(const uint4* p, int64_t n) {
-  unsigned acc = 0;
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += U * stride) {
-    uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = i + u * stride < n ? ldnc(p + i + u * stride) : uint4{};
-#pragma unroll
-    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
   }
   if (acc == 0x12345678u) sink = acc;
 }
@@ -137,11 +124,13 @@ int main() {
           tm.median_us([&] { lane_read<3, true, 1><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
       row("lane A=3 scales prefetched (bulk, L2)",
           tm.median_us([&] { lane_read<3, true, 2><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
-      row("lane A=3 no scales", tm.median_us([&] { lane_read<3, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
+      row("lane A=3 no scales",
+          tm.median_us([&] { lane_read<3, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
           static_cast<double>(qbytes));
       row("lane A=5 scales", tm.median_us([&] { lane_read<5, true><<<blocks, 1024>>>(q, sc, n, k, per); }),
           bytes);
-      row("lane A=7 no scales", tm.median_us([&] { lane_read<7, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
+      row("lane A=7 no scales",
+          tm.median_us([&] { lane_read<7, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
           static_cast<double>(qbytes));
     }
     const int64_t n16 = qbytes / 16;

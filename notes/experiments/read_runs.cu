@@ -20,21 +20,6 @@ constexpr int64_t kStream = 16384;  // bytes of one column group (K = 8192, int4
 constexpr int64_t kGroups = 28672 / 4;
 constexpr int64_t kBytes = kStream * kGroups;
 
-// Plain grid-stride read, U loads in flight per thread.
-template <int U>
-__global__ void lin_kernel(const uint4* p, int64_t n) {
-  unsigned acc = 0;
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += U * stride) {
-    uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) v[u] = i + u * stride < n ? ldnc(p + i + u * stride) : uint4{};
-#pragma unroll
-    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  if (acc == 0x12345678u) sink = acc;
-}
-
 // A unit is 16 KB: R runs of P = 16 KB / R bytes, run j from column group (cg0 + j) at offset
 // `part * P` of that group's stream. Units cover the matrix tile by tile (a tile = R column
 // groups). persistent: blocks take equal contiguous ranges of units; else one unit per block.
@@ -158,10 +143,10 @@ int main() {
     char nm[64];
     std::snprintf(nm, sizeof nm, "lin U=4 grid %u", blocks);
     row(nm,
-        tm.median_us([&] { lin_kernel<4><<<blocks, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
+        tm.median_us([&] { lin_read<4><<<blocks, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
   }
   row("lin U=8 grid 16/SM",
-      tm.median_us([&] { lin_kernel<8><<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
+      tm.median_us([&] { lin_read<8><<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
   const int64_t units = kBytes / 16384;
   {
     const int f1 = fit(unit_kernel<16>, 0);
@@ -194,7 +179,7 @@ int main() {
   // The same two patterns after a flush by writing, for comparison.
   tm.dirty = true;
   row("dirty flush: lin U=4 grid 16/SM",
-      tm.median_us([&] { lin_kernel<4><<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
+      tm.median_us([&] { lin_read<4><<<sms * 16, kThreads>>>(reinterpret_cast<const uint4*>(buf), n16); }));
   bulk(bulk_kernel<16, 2>, 2, "dirty flush: bulk R=16 2 stages");
   return 0;
 }

@@ -32,6 +32,21 @@ __device__ __forceinline__ uint4 ldnc(const void* p) {
   return v;
 }
 
+// Plain grid-stride read of n 16-byte chunks, U loads in flight a thread (read_runs, lane_read).
+template <int U>
+__global__ void lin_read(const uint4* p, int64_t n) {
+  unsigned acc = 0;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += U * stride) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) v[u] = i + u * stride < n ? ldnc(p + i + u * stride) : uint4{};
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x12345678u) sink = acc;
+}
+
 // Reads n 16-byte chunks once, grid-stride. Streaming: evict-first loads (the data is not read
 // again); otherwise loads cached in L2, as the engine's flush does.
 template <bool Streaming>
