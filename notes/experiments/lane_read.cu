@@ -6,6 +6,7 @@
 // L2 flushed by reading, median of 25, the stream hold with TIMER_HOLD=1 as the bench engine does).
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o lane_read notes/experiments/lane_read.cu && ./lane_read
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -67,6 +68,126 @@ __global__ void __launch_bounds__(1024, 1)
   if (acc == 0x12345678u) sink = acc;
 }
 
+// The same walk with the kernel's work put back part by part (PARTS, bits): 1 the four m16n8k16 products
+// a step (raw words as A, the lane's X as B, one chain), 2 the int4 recipe before them (per word two LOP3
+// on the word and two on it shifted by 8, a subtraction and an FMA a pair: the stepper's 9 instructions),
+// 4 the step's sums scaled, met by two shuffles and stored to shared memory one step late, as the kernel
+// does with fp16 X in blocks of 32 warps, 8 the block's warps' sums added and written as fp16. The
+// outputs are not the product's (the pair order is not the layout's); only the work is.
+__device__ __forceinline__ uint32_t lop3_ea(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+__device__ __forceinline__ uint32_t sub_h2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+__device__ __forceinline__ uint32_t fma_h2(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t r;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <int PARTS>
+__global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint16_t* scales, const uint4* xv,
+                                                      __half* y, int64_t n, int64_t k, int per_block) {
+  constexpr int A = 3;
+  constexpr bool MMA = PARTS & 1, DEQ = PARTS & 2, EMIT = PARTS & 4, TAIL = PARTS & 8;
+  extern __shared__ float part[];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t cg0 = int64_t{blockIdx.x} * per_block;
+  const int64_t left = n / 4 - cg0;
+  const int count = left < per_block ? static_cast<int>(left) : per_block;
+  const int64_t stride = k / 8;
+  const uint4* p = q + cg0 * stride + warp * 32 + lane;
+  const uint16_t* sp = scales + (int64_t{warp} * 256 + (lane / 16) * 128) / 128 * n + 4 * cg0 + lane % 4;
+  const uint4 x0 = __ldg(xv + (warp * 16 + lane % 16) * 2), x1 = __ldg(xv + (warp * 16 + lane % 16) * 2 + 1);
+  const uint32_t xb[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+  float* out = part + warp * per_block * 4 + lane / 8;
+  unsigned acc = 0;
+  float p0 = 0.0f, p3 = 0.0f;
+  uint16_t ps = 0;
+  const auto emit = [&](float d0, float d3, uint16_t scale, int j) {
+    float d = (d0 + d3) * __half2float(__ushort_as_half(scale));
+    d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);
+    d += __shfl_down_sync(0xFFFFFFFFu, d, 5);
+    if (lane % 8 == 0 && j >= 0) out[4 * j] = d;
+  };
+  const auto body = [&](uint4 v, uint16_t scale, int j) {
+    if constexpr (!MMA) {
+      acc ^= v.x ^ v.y ^ v.z ^ v.w ^ scale;
+    } else {
+      const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        uint32_t h[4] = {w[i], w[i], w[i], w[i]};
+        if constexpr (DEQ) {
+          const uint32_t top = w[i] >> 8;
+          h[0] = sub_h2(lop3_ea(w[i], 0x000f000fu, 0x64006400u), 0x64086408u);
+          h[1] = fma_h2(lop3_ea(w[i], 0x00f000f0u, 0x64006400u), 0x2c002c00u, 0xd480d480u);
+          h[2] = sub_h2(lop3_ea(top, 0x000f000fu, 0x64006400u), 0x64086408u);
+          h[3] = fma_h2(lop3_ea(top, 0x00f000f0u, 0x64006400u), 0x2c002c00u, 0xd480d480u);
+        }
+        mma16816(d, h[0], h[1], h[2], h[3], xb[i], xb[4 + i]);
+      }
+      if constexpr (EMIT) {
+        emit(p0, p3, ps, j - 1);
+        p0 = d[0], p3 = d[3], ps = scale;
+      } else {
+        acc ^= __float_as_uint(d[0] + d[3]) ^ scale;
+      }
+    }
+  };
+  uint4 buf[A + 1];
+  uint16_t sc[A + 1] = {};
+#pragma unroll
+  for (int d = 0; d < A; ++d) {
+    if (d < count) buf[d] = ldnc(p), sc[d] = __ldg(sp);
+    p += stride, sp += 4;
+  }
+  int j0 = 0;
+  for (; j0 + 2 * A + 1 <= count; j0 += A + 1) {  // whole rounds unchecked, as the kernel's walk
+#pragma unroll
+    for (int d = 0; d <= A; ++d) {
+      const int slot = (d + A) % (A + 1);
+      buf[slot] = ldnc(p), sc[slot] = __ldg(sp);
+      p += stride, sp += 4;
+      body(buf[d], sc[d], j0 + d);
+    }
+  }
+  for (; j0 < count; j0 += A + 1) {
+#pragma unroll
+    for (int d = 0; d <= A; ++d) {
+      const int slot = (d + A) % (A + 1);
+      if (j0 + d + A < count) buf[slot] = ldnc(p), sc[slot] = __ldg(sp);
+      p += stride, sp += 4;
+      if (j0 + d < count) body(buf[d], sc[d], j0 + d);
+    }
+  }
+  if constexpr (EMIT) {
+    if (count > 0) emit(p0, p3, ps, count - 1);
+  }
+  if constexpr (TAIL) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < 4 * count; i += blockDim.x) {
+      float v = 0.0f;
+      for (int w = 0; w < 32; ++w) v += EMIT ? part[w * per_block * 4 + i] : 0.0f;
+      y[4 * cg0 + i] = __float2half(v + static_cast<float>(acc & 1u));
+    }
+  }
+  if (acc == 0x12345678u) sink = acc;
+}
+
 // Each block a contiguous range, its threads sweeping it in order (a block-wide 16 KB step), U
 // steps in flight.
 template <int U>
@@ -107,6 +228,11 @@ int main() {
     CK(cudaMalloc(&sc, sbytes));
     CK(cudaMemset(q, 7, qbytes));
     CK(cudaMemset(sc, 1, sbytes));
+    uint4* xv = nullptr;
+    __half* y = nullptr;
+    CK(cudaMalloc(&xv, k * 2));
+    CK(cudaMalloc(&y, n * 2));
+    CK(cudaMemset(xv, 0x21, k * 2));
     const double bytes = static_cast<double>(qbytes + sbytes);
     std::printf("\n%lldx%lld: %.1f MB of weights and scales, floor %.2f us at the copy rate\n",
                 static_cast<long long>(n), static_cast<long long>(k), bytes / 1e6, bytes / copy_gbps / 1e3);
@@ -129,6 +255,13 @@ int main() {
           static_cast<double>(qbytes));
       row("lane A=5 scales", tm.median_us([&] { lane_read<5, true><<<blocks, 1024>>>(q, sc, n, k, per); }),
           bytes);
+      const size_t shm = size_t{32} * per * 4 * sizeof(float);
+      row("parts 1: + products", tm.median_us([&] { lane_parts<1><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
+      row("parts 3: + the recipe", tm.median_us([&] { lane_parts<3><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
+      row("parts 7: + the sums a step, late", tm.median_us([&] { lane_parts<7><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
+      row("parts 15: + the block's meeting", tm.median_us([&] { lane_parts<15><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
+      row("parts 13: all but the recipe", tm.median_us([&] { lane_parts<13><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
+      row("parts 9: products and the meeting", tm.median_us([&] { lane_parts<9><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
       row("lane A=7 no scales",
           tm.median_us([&] { lane_read<7, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
           static_cast<double>(qbytes));
@@ -146,6 +279,8 @@ int main() {
         static_cast<double>(qbytes));
     CK(cudaFree(q));
     CK(cudaFree(sc));
+    CK(cudaFree(xv));
+    CK(cudaFree(y));
   }
   return 0;
 }
