@@ -256,12 +256,15 @@ int main() {
       row("lane A=5 scales", tm.median_us([&] { lane_read<5, true><<<blocks, 1024>>>(q, sc, n, k, per); }),
           bytes);
       const size_t shm = size_t{32} * per * 4 * sizeof(float);
-      row("parts 1: + products", tm.median_us([&] { lane_parts<1><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
-      row("parts 3: + the recipe", tm.median_us([&] { lane_parts<3><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
-      row("parts 7: + the sums a step, late", tm.median_us([&] { lane_parts<7><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
-      row("parts 15: + the block's meeting", tm.median_us([&] { lane_parts<15><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
-      row("parts 13: all but the recipe", tm.median_us([&] { lane_parts<13><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
-      row("parts 9: products and the meeting", tm.median_us([&] { lane_parts<9><<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
+      const auto parts = [&](const char* name, auto kernel) {
+        row(name, tm.median_us([&] { kernel<<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
+      };
+      parts("parts 1: + products", lane_parts<1>);
+      parts("parts 3: + the recipe", lane_parts<3>);
+      parts("parts 7: + the sums a step, late", lane_parts<7>);
+      parts("parts 15: + the block's meeting", lane_parts<15>);
+      parts("parts 13: all but the recipe", lane_parts<13>);
+      parts("parts 9: products and the meeting", lane_parts<9>);
       row("lane A=7 no scales",
           tm.median_us([&] { lane_read<7, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
           static_cast<double>(qbytes));
