@@ -115,9 +115,9 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
   float* out = part + warp * per_block * 4 + lane / 8;
   unsigned acc = 0;
   float p0 = 0.0f, p3 = 0.0f;
-  uint16_t ps = 0;
-  const auto emit = [&](float d0, float d3, uint16_t scale, int j) {
-    float d = (d0 + d3) * __half2float(__ushort_as_half(scale));
+  float ps = 0.0f;  // the late step's scale, as fp32
+  const auto emit = [&](float d0, float d3, float scale, int j) {
+    float d = (d0 + d3) * scale;
     d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);
     d += __shfl_down_sync(0xFFFFFFFFu, d, 5);
     if (lane % 8 == 0 && j >= 0) out[4 * j] = d;
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
       }
       if constexpr (EMIT) {
         emit(p0, p3, ps, j - 1);
-        p0 = d[0], p3 = d[3], ps = scale;
+        p0 = d[0], p3 = d[3], ps = __half2float(__ushort_as_half(scale));
       } else {
         acc ^= __float_as_uint(d[0] + d[3]) ^ scale;
       }
