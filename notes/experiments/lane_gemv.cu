@@ -35,14 +35,10 @@
 #include <vector>
 
 #include "ft_int4.cuh"
+#include "ptx.cuh"
 
 constexpr int kWarps = 8;  // slabs a block
 
-__device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));  // (a & b) | c
-  return d;
-}
 __device__ __forceinline__ __half2 h2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
 
 // The lane's 32 products as one fp32 sum. PREC 0: the four words' fp16 chains added pairwise in

@@ -12,19 +12,39 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "ptx.cuh"
 #include "timing.cuh"
+
+// Where a lane of block blockIdx.x starts: its block's first column group and count of them, its first
+// piece (warp w the 512-byte piece w of each group, a lane 16 bytes) and its first scale.
+struct LaneAt {
+  int warp, lane, count;
+  int64_t cg0, stride;
+  const uint4* p;
+  const uint16_t* sp;
+};
+__device__ __forceinline__ LaneAt lane_at(const uint4* q, const uint16_t* scales, int64_t n, int64_t k,
+                                          int per_block) {
+  LaneAt a;
+  a.warp = threadIdx.x / 32, a.lane = threadIdx.x % 32;
+  a.cg0 = int64_t{blockIdx.x} * per_block;
+  const int64_t left = n / 4 - a.cg0;
+  a.count = left < per_block ? static_cast<int>(left) : per_block;
+  a.stride = k / 8;
+  a.p = q + a.cg0 * a.stride + a.warp * 32 + a.lane;
+  a.sp = scales + (int64_t{a.warp} * 256 + (a.lane / 16) * 128) / 128 * n + 4 * a.cg0 + a.lane % 4;
+  return a;
+}
 
 // One warp's rolling window of A + 1 loads over `count` column groups, stride `stride` uint4s.
 template <int A, bool SCALES, int SF = 0>
 __global__ void __launch_bounds__(1024, 1)
     lane_read(const uint4* q, const uint16_t* scales, int64_t n, int64_t k, int per_block) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t cg0 = int64_t{blockIdx.x} * per_block;
-  const int64_t left = n / 4 - cg0;
-  const int count = left < per_block ? static_cast<int>(left) : per_block;
-  const int64_t stride = k / 8;
-  const uint4* p = q + cg0 * stride + warp * 32 + lane;
-  const uint16_t* sp = scales + (int64_t{warp} * 256 + (lane / 16) * 128) / 128 * n + 4 * cg0 + lane % 4;
+  const LaneAt at = lane_at(q, scales, n, k, per_block);
+  const int count = at.count;
+  const int64_t cg0 = at.cg0, stride = at.stride;
+  const uint4* p = at.p;
+  const uint16_t* sp = at.sp;
   if (SF == 2 && SCALES) {  // the block's 64 scale rows into L2 at the start, one bulk prefetch a row
     for (int r = threadIdx.x; r < k / 128; r += blockDim.x) {
       const uintptr_t b = reinterpret_cast<uintptr_t>(scales + r * n + 4 * cg0) & ~uintptr_t{15};
@@ -74,11 +94,6 @@ __global__ void __launch_bounds__(1024, 1)
 // 4 the step's sums scaled, met by two shuffles and stored to shared memory one step late, as the kernel
 // does with fp16 X in blocks of 32 warps, 8 the block's warps' sums added and written as fp16. The
 // outputs are not the product's (the pair order is not the layout's); only the work is.
-__device__ __forceinline__ uint32_t lop3_ea(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-  return r;
-}
 __device__ __forceinline__ uint32_t sub_h2(uint32_t a, uint32_t b) {
   uint32_t r;
   asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
@@ -89,13 +104,6 @@ __device__ __forceinline__ uint32_t fma_h2(uint32_t a, uint32_t b, uint32_t c) {
   asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
   return r;
 }
-__device__ __forceinline__ void mma16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 template <int PARTS>
 __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint16_t* scales, const uint4* xv,
@@ -103,13 +111,11 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
   constexpr int A = 3;
   constexpr bool MMA = PARTS & 1, DEQ = PARTS & 2, EMIT = PARTS & 4, TAIL = PARTS & 8;
   extern __shared__ float part[];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t cg0 = int64_t{blockIdx.x} * per_block;
-  const int64_t left = n / 4 - cg0;
-  const int count = left < per_block ? static_cast<int>(left) : per_block;
-  const int64_t stride = k / 8;
-  const uint4* p = q + cg0 * stride + warp * 32 + lane;
-  const uint16_t* sp = scales + (int64_t{warp} * 256 + (lane / 16) * 128) / 128 * n + 4 * cg0 + lane % 4;
+  const LaneAt at = lane_at(q, scales, n, k, per_block);
+  const int warp = at.warp, lane = at.lane, count = at.count;
+  const int64_t cg0 = at.cg0, stride = at.stride;
+  const uint4* p = at.p;
+  const uint16_t* sp = at.sp;
   const uint4 x0 = __ldg(xv + (warp * 16 + lane % 16) * 2), x1 = __ldg(xv + (warp * 16 + lane % 16) * 2 + 1);
   const uint32_t xb[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
   float* out = part + warp * per_block * 4 + lane / 8;
@@ -133,10 +139,10 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
         uint32_t h[4] = {w[i], w[i], w[i], w[i]};
         if constexpr (DEQ) {
           const uint32_t top = w[i] >> 8;
-          h[0] = sub_h2(lop3_ea(w[i], 0x000f000fu, 0x64006400u), 0x64086408u);
-          h[1] = fma_h2(lop3_ea(w[i], 0x00f000f0u, 0x64006400u), 0x2c002c00u, 0xd480d480u);
-          h[2] = sub_h2(lop3_ea(top, 0x000f000fu, 0x64006400u), 0x64086408u);
-          h[3] = fma_h2(lop3_ea(top, 0x00f000f0u, 0x64006400u), 0x2c002c00u, 0xd480d480u);
+          h[0] = sub_h2(lop3_and_or(w[i], 0x000f000fu, 0x64006400u), 0x64086408u);
+          h[1] = fma_h2(lop3_and_or(w[i], 0x00f000f0u, 0x64006400u), 0x2c002c00u, 0xd480d480u);
+          h[2] = sub_h2(lop3_and_or(top, 0x000f000fu, 0x64006400u), 0x64086408u);
+          h[3] = fma_h2(lop3_and_or(top, 0x00f000f0u, 0x64006400u), 0x2c002c00u, 0xd480d480u);
         }
         mma16816(d, h[0], h[1], h[2], h[3], xb[i], xb[4 + i]);
       }
