@@ -1,8 +1,9 @@
 // Experiment (not part of the product): the one-row W4A16 kernel's reads without its arithmetic.
 // Reads the weights (and optionally the scales) of an int4 N x K matrix in the mixed-GEMM layout
 // exactly as `ft_lane_kernel` does (a block of W warps a range of column groups, warp w the 512-byte
-// piece w of each group's stream, a lane 16 bytes, A loads in flight beyond the one in use), beside
-// plain patterns reading the same bytes, each as % of the device-to-device copy in the same run (cold
+// piece w of each group's stream, a lane 16 bytes, A loads in flight beyond the one in use), then with
+// the kernel's work put back part by part (lane_parts), beside plain patterns reading the same bytes,
+// each as % of the device-to-device copy in the same run (cold
 // L2 flushed by reading, median of 25, the stream hold with TIMER_HOLD=1 as the bench engine does).
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o lane_read notes/experiments/lane_read.cu && ./lane_read
