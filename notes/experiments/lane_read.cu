@@ -3,8 +3,8 @@
 // exactly as `ft_lane_kernel` does (a block of W warps a range of column groups, warp w the 512-byte
 // piece w of each group's stream, a lane 16 bytes, A loads in flight beyond the one in use), then with
 // the kernel's work put back part by part (lane_parts), beside plain patterns reading the same bytes,
-// each as % of the device-to-device copy in the same run (cold
-// L2 flushed by reading, median of 25, the stream hold with TIMER_HOLD=1 as the bench engine does).
+// each as % of the device-to-device copy in the same run (cold L2 flushed by reading, median of 25,
+// the stream hold with TIMER_HOLD=1 as the bench engine does).
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o lane_read notes/experiments/lane_read.cu && ./lane_read
 #include <cuda_fp16.h>
