@@ -6,7 +6,7 @@
 // each as % of the device-to-device copy in the same run (cold L2 flushed by reading, median of 25,
 // the stream hold with TIMER_HOLD=1 as the bench engine does).
 //
-//   nvcc -O3 -arch=sm_90 -std=c++17 -o lane_read notes/experiments/lane_read.cu && ./lane_read
+//   nvcc -O3 -arch=sm_90 -std=c++20 -o lane_read notes/experiments/lane_read.cu && ./lane_read
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -41,11 +41,7 @@ __device__ __forceinline__ LaneAt lane_at(const uint4* q, const uint16_t* scales
 template <int A, bool SCALES, int SF = 0>
 __global__ void __launch_bounds__(1024, 1)
     lane_read(const uint4* q, const uint16_t* scales, int64_t n, int64_t k, int per_block) {
-  const LaneAt at = lane_at(q, scales, n, k, per_block);
-  const int count = at.count;
-  const int64_t cg0 = at.cg0, stride = at.stride;
-  const uint4* p = at.p;
-  const uint16_t* sp = at.sp;
+  [[maybe_unused]] auto [warp, lane, count, cg0, stride, p, sp] = lane_at(q, scales, n, k, per_block);
   if (SF == 2 && SCALES) {  // the block's 64 scale rows into L2 at the start, one bulk prefetch a row
     for (int r = threadIdx.x; r < k / 128; r += blockDim.x) {
       const uintptr_t b = reinterpret_cast<uintptr_t>(scales + r * n + 4 * cg0) & ~uintptr_t{15};
@@ -89,12 +85,7 @@ __global__ void __launch_bounds__(1024, 1)
   if (acc == 0x12345678u) sink = acc;
 }
 
-// The same walk with the kernel's work put back part by part (PARTS, bits): 1 the four m16n8k16 products
-// a step (raw words as A, the lane's X as B, one chain), 2 the int4 recipe before them (per word two LOP3
-// on the word and two on it shifted by 8, a subtraction and an FMA a pair: the stepper's 9 instructions),
-// 4 the step's sums scaled, met by two shuffles and stored to shared memory one step late, as the kernel
-// does with fp16 X in blocks of 32 warps, 8 the block's warps' sums added and written as fp16. The
-// outputs are not the product's (the pair order is not the layout's); only the work is.
+// The recipe's two fp16 steps: the magic taken off (sub) or scaled and taken off (fma), two halves at once.
 __device__ __forceinline__ uint32_t sub_h2(uint32_t a, uint32_t b) {
   uint32_t r;
   asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
@@ -106,17 +97,20 @@ __device__ __forceinline__ uint32_t fma_h2(uint32_t a, uint32_t b, uint32_t c) {
   return r;
 }
 
+// The kernel's walk (whole rounds unchecked, the last round checked) with its work put back part by
+// part (PARTS, bits; 0 the walk alone): 1 the four m16n8k16 products a step (raw words as A, the lane's
+// X as B, one chain), 2 the int4 recipe before them (per word two LOP3 on the word and two on it shifted
+// by 8, a subtraction and an FMA a pair: the stepper's 9 instructions), 4 the step's sums scaled, met by
+// two shuffles and stored to shared memory one step late, as the kernel does with fp16 X in blocks of 32
+// warps, 8 the block's warps' sums added and written as fp16. The outputs are not the product's (the
+// pair order is not the layout's); only the work is.
 template <int PARTS>
 __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint16_t* scales, const uint4* xv,
                                                       __half* y, int64_t n, int64_t k, int per_block) {
   constexpr int A = 3;
   constexpr bool MMA = PARTS & 1, DEQ = PARTS & 2, EMIT = PARTS & 4, TAIL = PARTS & 8;
   extern __shared__ float part[];
-  const LaneAt at = lane_at(q, scales, n, k, per_block);
-  const int warp = at.warp, lane = at.lane, count = at.count;
-  const int64_t cg0 = at.cg0, stride = at.stride;
-  const uint4* p = at.p;
-  const uint16_t* sp = at.sp;
+  auto [warp, lane, count, cg0, stride, p, sp] = lane_at(q, scales, n, k, per_block);
   const uint4 x0 = __ldg(xv + (warp * 16 + lane % 16) * 2), x1 = __ldg(xv + (warp * 16 + lane % 16) * 2 + 1);
   const uint32_t xb[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
   float* out = part + warp * per_block * 4 + lane / 8;
@@ -188,7 +182,7 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
     __syncthreads();
     for (int i = threadIdx.x; i < 4 * count; i += blockDim.x) {
       float v = 0.0f;
-      for (int w = 0; w < 32; ++w) v += EMIT ? part[w * per_block * 4 + i] : 0.0f;
+      for (int w = 0; w < 32; ++w) v += part[w * per_block * 4 + i];  // without EMIT: unwritten, timing only
       y[4 * cg0 + i] = __float2half(v + static_cast<float>(acc & 1u));
     }
   }
@@ -266,6 +260,7 @@ int main() {
       const auto parts = [&](const char* name, auto kernel) {
         row(name, tm.median_us([&] { kernel<<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
       };
+      parts("parts 0: the kernel's walk alone", lane_parts<0>);
       parts("parts 1: + products", lane_parts<1>);
       parts("parts 3: + the recipe", lane_parts<3>);
       parts("parts 7: + the sums a step, late", lane_parts<7>);
