@@ -102,23 +102,38 @@ __device__ __forceinline__ uint32_t fma_h2(uint32_t a, uint32_t b, uint32_t c) {
 // X as B, one chain), 2 the int4 recipe before them (per word two LOP3 on the word and two on it shifted
 // by 8, a subtraction and an FMA a pair: the stepper's 9 instructions), 4 the step's sums scaled, met by
 // two shuffles and stored to shared memory one step late, as the kernel does with fp16 X in blocks of 32
-// warps, 8 the block's warps' sums added and written as fp16. The outputs are not the product's (the
-// pair order is not the layout's); only the work is.
+// warps, 8 the block's warps' sums added and written as fp16, 16 the step's four products as two chains
+// of two (odd and even words into two accumulators, added after the step), 32 the step's sums stored by
+// the four lanes that hold each column's (no shuffles; 16 floats a step, the meeting adds 4 times as many).
+// The outputs are not the product's (the pair order is not the layout's); only the work is.
 template <int PARTS>
 __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint16_t* scales, const uint4* xv,
                                                       __half* y, int64_t n, int64_t k, int per_block) {
   constexpr int A = 3;
-  constexpr bool MMA = PARTS & 1, DEQ = PARTS & 2, EMIT = PARTS & 4, TAIL = PARTS & 8;
+  constexpr bool MMA = PARTS & 1, DEQ = PARTS & 2, EMIT = PARTS & 4, TAIL = PARTS & 8, TWO = PARTS & 16,
+                 LANES = PARTS & 32;
   extern __shared__ float part[];
   auto [warp, lane, count, cg0, stride, p, sp] = lane_at(q, scales, n, k, per_block);
   const uint4 x0 = __ldg(xv + (warp * 16 + lane % 16) * 2), x1 = __ldg(xv + (warp * 16 + lane % 16) * 2 + 1);
   const uint32_t xb[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-  float* out = part + warp * per_block * 4 + lane / 8;
+  // LANES: the four lanes 8c + {0, 2, 5, 7} that hold a column's sums store them unmet, 16 floats a step.
+  const int s8 = lane % 8;
+  const bool holds = s8 == 0 || s8 == 2 || s8 == 5 || s8 == 7;
+  float* out = LANES ? part + warp * per_block * 16 + (lane / 8) * 4 +
+                           (s8 == 0   ? 0
+                            : s8 == 2 ? 1
+                            : s8 == 5 ? 2
+                                      : 3)
+                     : part + warp * per_block * 4 + lane / 8;
   unsigned acc = 0;
   float p0 = 0.0f, p3 = 0.0f;
   float ps = 0.0f;  // the late step's scale, as fp32
   const auto emit = [&](float d0, float d3, float scale, int j) {
     float d = (d0 + d3) * scale;
+    if constexpr (LANES) {
+      if (holds && j >= 0) out[16 * j] = d;
+      return;
+    }
     d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);
     d += __shfl_down_sync(0xFFFFFFFFu, d, 5);
     if (lane % 8 == 0 && j >= 0) out[4 * j] = d;
@@ -128,7 +143,7 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
       acc ^= v.x ^ v.y ^ v.z ^ v.w ^ scale;
     } else {
       const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f}, e[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         uint32_t h[4] = {w[i], w[i], w[i], w[i]};
@@ -139,8 +154,9 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
           h[2] = sub_h2(lop3_and_or(top, 0x000f000fu, 0x64006400u), 0x64086408u);
           h[3] = fma_h2(lop3_and_or(top, 0x00f000f0u, 0x64006400u), 0x2c002c00u, 0xd480d480u);
         }
-        mma16816(d, h[0], h[1], h[2], h[3], xb[i], xb[4 + i]);
+        mma16816(TWO && i % 2 ? e : d, h[0], h[1], h[2], h[3], xb[i], xb[4 + i]);
       }
+      if constexpr (TWO) d[0] += e[0], d[3] += e[3];
       if constexpr (EMIT) {
         emit(p0, p3, ps, j - 1);
         p0 = d[0], p3 = d[3], ps = __half2float(__ushort_as_half(scale));
@@ -182,7 +198,13 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
     __syncthreads();
     for (int i = threadIdx.x; i < 4 * count; i += blockDim.x) {
       float v = 0.0f;
-      for (int w = 0; w < 32; ++w) v += part[w * per_block * 4 + i];  // without EMIT: unwritten, timing only
+      if constexpr (LANES) {
+        for (int w = 0; w < 32; ++w)
+          for (int u = 0; u < 4; ++u) v += part[w * per_block * 16 + 4 * i + u];
+      } else {
+        for (int w = 0; w < 32; ++w)
+          v += part[w * per_block * 4 + i];  // without EMIT: unwritten, timing only
+      }
       y[4 * cg0 + i] = __float2half(v + static_cast<float>(acc & 1u));
     }
   }
@@ -256,8 +278,9 @@ int main() {
           static_cast<double>(qbytes));
       row("lane A=5 scales", tm.median_us([&] { lane_read<5, true><<<blocks, 1024>>>(q, sc, n, k, per); }),
           bytes);
-      const size_t shm = size_t{32} * per * 4 * sizeof(float);
-      const auto parts = [&](const char* name, auto kernel) {
+      const auto parts = [&](const char* name, auto kernel, int floats = 4) {
+        const size_t shm = size_t{32} * per * floats * sizeof(float);
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm)));
         row(name, tm.median_us([&] { kernel<<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
       };
       parts("parts 0: the kernel's walk alone", lane_parts<0>);
@@ -267,6 +290,12 @@ int main() {
       parts("parts 15: + the block's meeting", lane_parts<15>);
       parts("parts 13: all but the recipe", lane_parts<13>);
       parts("parts 9: products and the meeting", lane_parts<9>);
+      parts("parts 17: products as two chains", lane_parts<17>);
+      parts("parts 29: all but the recipe, two (spills)", lane_parts<29>);
+      parts("parts 31: all, two chains (spills)", lane_parts<31>);
+      parts("parts 39: 7, sums unmet by four lanes", lane_parts<39>, 16);
+      parts("parts 47: 15, sums unmet by four lanes", lane_parts<47>, 16);
+      parts("parts 45: 47 without the recipe", lane_parts<45>, 16);
       row("lane A=7 no scales",
           tm.median_us([&] { lane_read<7, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
           static_cast<double>(qbytes));
