@@ -119,11 +119,7 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
   // LANES: the four lanes 8c + {0, 2, 5, 7} that hold a column's sums store them unmet, 16 floats a step.
   const int s8 = lane % 8;
   const bool holds = s8 == 0 || s8 == 2 || s8 == 5 || s8 == 7;
-  float* out = LANES ? part + warp * per_block * 16 + (lane / 8) * 4 +
-                           (s8 == 0   ? 0
-                            : s8 == 2 ? 1
-                            : s8 == 5 ? 2
-                                      : 3)
+  float* out = LANES ? part + warp * per_block * 16 + (lane / 8) * 4 + s8 / 2  // s8 / 2: tiles 0-3
                      : part + warp * per_block * 4 + lane / 8;
   unsigned acc = 0;
   float p0 = 0.0f, p3 = 0.0f;
@@ -199,8 +195,10 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
     for (int i = threadIdx.x; i < 4 * count; i += blockDim.x) {
       float v = 0.0f;
       if constexpr (LANES) {
-        for (int w = 0; w < 32; ++w)
-          for (int u = 0; u < 4; ++u) v += part[w * per_block * 16 + 4 * i + u];
+        for (int w = 0; w < 32; ++w) {
+          const float* u = part + w * per_block * 16 + 4 * i;
+          v += (u[0] + u[1]) + (u[2] + u[3]);  // as the shuffles pair them
+        }
       } else {
         for (int w = 0; w < 32; ++w)
           v += part[w * per_block * 4 + i];  // without EMIT: unwritten, timing only
