@@ -811,6 +811,16 @@ TEST_CASE("gemv split: one row of int4 on the lane form, warps a block and range
   CHECK_FALSE(gemv::lane_grid(8192, 28672, 16, 264).spread);  // 7 full rows
   CHECK_FALSE(gemv::lane_grid(64, 2176, 16, 264).spread);     // one row
   CHECK_FALSE(gemv::lane_grid(28672, 8192, 32, 132).spread);
+  // fp16 X's unmet sums: ranges of 32 column groups and more whose quadrupled sums a block may have
+  // (on 132 multiprocessors; 227 KB a block on compute capability 9.0, 99 KB on 8.6).
+  constexpr int64_t kHopper = 227 * 1024, kAmpere = 99 * 1024;
+  CHECK(gemv::lane_unmet(a, kHopper));                                           // 55 groups, 112640 bytes
+  CHECK_FALSE(gemv::lane_unmet(a, kAmpere));                                     // the same sums past 99 KB
+  CHECK(gemv::lane_unmet(gemv::lane_grid(17408, 4224, 32, 132), kAmpere));       // 33 groups, 67584 bytes
+  CHECK_FALSE(gemv::lane_unmet(gemv::lane_grid(8192, 8192, 32, 132), kHopper));  // 16 groups
+  CHECK(gemv::lane_unmet(gemv::lane_grid(8192, 28672, 16, 264), kHopper));       // 56 groups, 7 rows
+  CHECK(gemv::lane_unmet(d, kHopper));  // 64 groups, the most: 128 KB
+  CHECK_FALSE(gemv::lane_unmet(d, 4 * d.shared_bytes - 1));
   // Where two blocks cost the same, the smaller: 7168x18432 (31 + 9 against 35 + 5), 1024x11008 (3 + 3
   // against 4 + 2), 1536x8960 (5 + 3 against 6 + 2).
   CHECK(gemv::lane_cost(gemv::lane_grid(7168, 18432, 8, 528), 528) == 31 + 9);

@@ -1512,8 +1512,9 @@ __device__ __forceinline__ void lane_meet_in_slots(const Out& o, float* sums, Ea
 // rather than one with a run-time count: with per_row in every instance bf16 X's spilled 8 bytes and ran
 // 2% slower at 28672x8192 (notes/performance.md, fifty-ninth session). Several rows of blocks meet with
 // SLOTS in slots of the workspace (lane_meet_in_slots), else the last block of a range to arrive settles
-// it (finish_tile): gemv::lane_meets_in_slots.
-template <OutType T, bool NAIVE, int W, bool SPREAD, bool SLOTS = false>
+// it (finish_tile): gemv::lane_meets_in_slots. With UNMET (gemv::lane_unmet) a step's sums leave unmet,
+// without shuffles: each warp keeps W x groups_per_block x 16 floats.
+template <OutType T, bool NAIVE, int W, bool SPREAD, bool SLOTS = false, bool UNMET = false>
 __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block, int per_row) {
   extern __shared__ float part[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -1546,6 +1547,12 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   }
   __shared__ float back[W];  // each warp's 2^-e (bf16 X)
   float* out = part + warp * groups_per_block * 4 + lane / 8;
+  // UNMET: lanes 8c + {0, 2, 5, 7}, which hold tiles 0-3 of column c's sums, store them as they are, 16
+  // floats a column group (the warp's u = 0-3 of column c at 4c + u), and the block's meeting adds them
+  // as the shuffles would have, (tile 0 + tile 1) + (tile 2 + tile 3): the same bits as the met form.
+  const int s8 = lane % 8;
+  const bool holds = s8 == 0 || s8 == 2 || s8 == 5 || s8 == 7;
+  const int tile = s8 / 2;  // 0, 1, 2, 3 for the lanes that hold
   const auto ready = [&] {
     if constexpr (T == OutType::BF16) {
       const float b = lane_x_bf16(xb);
@@ -1557,11 +1564,24 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   // behind them (3.3% at 28672x8192; bf16 and smaller blocks measured no gain or a loss:
   // notes/performance.md, fifty-eighth session).
   constexpr bool kLate = T == OutType::F16 && W == 32;
+  // UNMET's place for the next column group's sums: a 32-bit shared address carried from step to step, 64
+  // bytes a group, starting a group early where the first emit (j = -1) has none (a store through a
+  // pointer rebuilt the shared base each step and became a branch: 270 instructions a round of four steps
+  // against 228, and 0.99x; carried: 222, notes/performance.md, eighty-second session).
+  [[maybe_unused]] uint32_t out_cur = static_cast<uint32_t>(__cvta_generic_to_shared(
+                                          part + warp * groups_per_block * 16 + (lane / 8) * 4 + tile)) -
+                                      (kLate ? 64u : 0u);
   // Column group j's sums, scaled, meet in lane 8c and go to shared memory (all lanes call it; late,
   // the first call has no column group, j = -1).
   const auto emit = [&](float d0, float d3, uint16_t scale, int j) {
     float d = (d0 + d3) * quant::half_to_f32(scale);  // lanes 8c + {0, 2, 5, 7}: tiles 0-3
-    d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);          // tiles 0 + 1 in lane 8c, 2 + 3 in 8c + 5
+    if constexpr (UNMET) {
+      if (holds && (!kLate || j >= 0))
+        asm volatile("st.shared.f32 [%0], %1;" ::"r"(out_cur), "f"(d) : "memory");
+      out_cur += 64;
+      return;
+    }
+    d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);  // tiles 0 + 1 in lane 8c, 2 + 3 in 8c + 5
     d += __shfl_down_sync(0xFFFFFFFFu, d, 5);
     if (lane % 8 == 0 && (!kLate || j >= 0)) out[4 * j] = d;
   };
@@ -1588,7 +1608,12 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
         if constexpr (T == OutType::BF16) {
           v = fmaf(part[w * groups_per_block * 4 + i], back[w], v);  // exact scaling, one rounding
         } else {
-          v += part[w * groups_per_block * 4 + i];
+          if constexpr (UNMET) {
+            const float* u = part + w * groups_per_block * 16 + 4 * i;
+            v += (u[0] + u[1]) + (u[2] + u[3]);
+          } else {
+            v += part[w * groups_per_block * 4 + i];
+          }
         }
       }
       fn(int64_t{0}, 4 * cg0 + i, v);
@@ -1599,6 +1624,13 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   } else {
     finish_tile<T>(a.out, a.sums, a.counters + blockIdx.x, 1, static_cast<int>(gridDim.y), each);
   }
+}
+
+// Blocks of the unmet form a multiprocessor holds with `smem` bytes of shared memory.
+template <OutType T, int W, bool SPREAD, bool SLOTS>
+int lane_unmet_per_sm(size_t smem) {
+  static Fit fit;
+  return bulk_blocks_per_sm(fit, ft_lane_kernel<T, false, W, SPREAD, SLOTS, true>, smem, W * 32);
 }
 
 // Blocks of W warps the device holds at once, asked with the most partial sums a block keeps, so that
@@ -1620,11 +1652,33 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, resident);
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
   const bool slots = gemv::lane_meets_in_slots(g, L.w.n, L.w.k, resident);
-  const auto kernel =
+  auto kernel =
       slots ? (g.spread ? ft_lane_kernel<T, NAIVE, W, true, true> : ft_lane_kernel<T, NAIVE, W, false, true>)
             : (g.spread ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>);
-  kernel<<<grid, W * 32, static_cast<size_t>(g.shared_bytes)>>>(ft_io(L, ws), static_cast<int>(g.per),
-                                                                static_cast<int>(g.per_row));
+  size_t shared = static_cast<size_t>(g.shared_bytes);
+  // fp16 X with long ranges takes the unmet sums (gemv::lane_unmet) where the device lets a block have
+  // four times the shared memory (less the kernel's own: each warp's 2^-e) and still holds the grid's
+  // blocks at once.
+  if constexpr (T == OutType::F16 && !NAIVE) {
+    int device = 0, most = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess &&
+        gemv::lane_unmet(g, int64_t{most} - static_cast<int64_t>(sizeof(float)) * W)) {
+      const size_t unmet = 4 * shared;
+      const int per_sm = slots ? (g.spread ? lane_unmet_per_sm<T, W, true, true>(unmet)
+                                           : lane_unmet_per_sm<T, W, false, true>(unmet))
+                               : (g.spread ? lane_unmet_per_sm<T, W, true, false>(unmet)
+                                           : lane_unmet_per_sm<T, W, false, false>(unmet));
+      if (int64_t{per_sm} * L.sms >= resident) {
+        kernel = slots ? (g.spread ? ft_lane_kernel<T, NAIVE, W, true, true, true>
+                                   : ft_lane_kernel<T, NAIVE, W, false, true, true>)
+                       : (g.spread ? ft_lane_kernel<T, NAIVE, W, true, false, true>
+                                   : ft_lane_kernel<T, NAIVE, W, false, false, true>);
+        shared = unmet;
+      }
+    }
+  }
+  kernel<<<grid, W * 32, shared>>>(ft_io(L, ws), static_cast<int>(g.per), static_cast<int>(g.per_row));
   return status("the one-row W4A16 kernel", wait);
 }
 

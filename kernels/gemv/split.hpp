@@ -369,6 +369,20 @@ inline LaneGrid lane_grid(int64_t n, int64_t k, int warps, int64_t resident) {
   return g;
 }
 
+// fp16 X (ft_lane_kernel's UNMET): where a block walks ranges of kLaneUnmetGroups column groups and more,
+// a step's sums leave unmet, each of a column's four tiles stored as it is rather than met by two
+// shuffles in the walk, and the block's meeting adds them in the shuffles' order (the same bits), with
+// four times the shared memory (`block_most`: the most the device lets a block have, less the kernel's
+// own; 227 KB on compute capability 9.0, 99 KB on 8.6 and 8.9, 64 KB on 7.5). On the H100, one binary
+// with and without (notes/performance.md, eighty-third session): 28672x8192 45.92 against 46.37 us,
+// 17408x4224 18.85 against 19.94, 14336x28672 78.9 against 81.2, 8192x16384 29.4 against 29.6-31.6,
+// 8192x28672 and 16384x8448 the same. With ranges of 16 groups (8192x8192) the walk alone measured
+// 0.6 us slower so (eighty-second session).
+constexpr int64_t kLaneUnmetGroups = 32;
+inline bool lane_unmet(const LaneGrid& g, int64_t block_most) {
+  return g.per >= kLaneUnmetGroups && 4 * g.shared_bytes <= block_most;
+}
+
 // Beyond K = 8192 a range's rows of blocks meet in slots of the workspace (ft_lane_kernel): rows 0 ..
 // rows - 2 store their sums in slot `row` ([rows - 1][N] floats, float bits marked so that zero means "not
 // stored yet") and end; the last row, the last blocks in launch order, reads the slots as they fill, adds
