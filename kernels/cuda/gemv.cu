@@ -1562,8 +1562,9 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   // With fp16 X in blocks of 32 warps (the large shapes) a step's sums leave one step late: their
   // shuffles then fill the waits of the next step's chain of products, and the next load is not held
   // behind them (3.3% at 28672x8192; bf16 and smaller blocks measured no gain or a loss:
-  // notes/performance.md, fifty-eighth session).
-  constexpr bool kLate = T == OutType::F16 && W == 32;
+  // notes/performance.md, fifty-eighth session). The unmet sums leave late in every block (8 and 16
+  // warps: 0.5-1.5% on the H100, eighty-third session).
+  constexpr bool kLate = T == OutType::F16 && (W == 32 || UNMET);
   // UNMET's place for the next column group's sums: a 32-bit shared address carried from step to step, 64
   // bytes a group, starting a group early where the first emit (j = -1) has none (a store through a
   // pointer rebuilt the shared base each step and became a branch: 270 instructions a round of four steps

@@ -1198,7 +1198,7 @@ TEST_CASE("gemv: one row of fp16 X with the lane form's sums unmet, in every blo
   // step unmet and the block's meeting adds them in the order the shuffles would have: the outputs must
   // equal the naive conversion's (which keeps the met form) bit for bit. Told the device has 4
   // multiprocessors (16, 8 and 4 blocks of 8, 16 and 32 warps at once), small shapes reach every
-  // instance: one row of blocks of 8, 16 and 32 warps (the last with its sums a step late, 17 busy);
+  // instance (each with its sums a step late): one row of blocks of 8, 16 and 32 warps (17 of 32 busy);
   // several rows meeting in slots, with the slabs spread over the rows and not; and rows settled by the
   // last block to arrive (more blocks than fit at once), where the order of arrival may change the last
   // bits, so that there the two need only lie within two units in the last place.
