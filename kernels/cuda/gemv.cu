@@ -1572,8 +1572,8 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   [[maybe_unused]] uint32_t out_cur = static_cast<uint32_t>(__cvta_generic_to_shared(
                                           part + warp * groups_per_block * 16 + (lane / 8) * 4 + tile)) -
                                       (kLate ? 64u : 0u);
-  // Column group j's sums, scaled, meet in lane 8c and go to shared memory (all lanes call it; late,
-  // the first call has no column group, j = -1).
+  // Column group j's sums, scaled, meet in lane 8c (UNMET: stay in their four lanes) and go to shared
+  // memory (all lanes call it; late, the first call has no column group, j = -1).
   const auto emit = [&](float d0, float d3, uint16_t scale, int j) {
     float d = (d0 + d3) * quant::half_to_f32(scale);  // lanes 8c + {0, 2, 5, 7}: tiles 0-3
     if constexpr (UNMET) {
@@ -1627,11 +1627,20 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   }
 }
 
-// Blocks of the unmet form a multiprocessor holds with `smem` bytes of shared memory.
+// Blocks of the unmet form a multiprocessor holds for grid g, 0 where the rule does not take it there
+// (gemv::lane_unmet) or a block may not have its sums beside the kernel's own shared memory on this
+// device (`most`: the device's limit for a block that opts in).
 template <OutType T, int W, bool SPREAD, bool SLOTS>
-int lane_unmet_per_sm(size_t smem) {
+int lane_unmet_per_sm(const gemv::LaneGrid& g, int64_t most) {
   static Fit fit;
-  return bulk_blocks_per_sm(fit, ft_lane_kernel<T, false, W, SPREAD, SLOTS, true>, smem, W * 32);
+  const auto kernel = ft_lane_kernel<T, false, W, SPREAD, SLOTS, true>;
+  static const int64_t own = [&] {
+    cudaFuncAttributes at{};
+    return cudaFuncGetAttributes(&at, kernel) == cudaSuccess ? static_cast<int64_t>(at.sharedSizeBytes)
+                                                             : int64_t{1} << 40;
+  }();
+  if (!gemv::lane_unmet(g, most - own)) return 0;
+  return bulk_blocks_per_sm(fit, kernel, static_cast<size_t>(4 * g.shared_bytes), W * 32);
 }
 
 // Blocks of W warps the device holds at once, asked with the most partial sums a block keeps, so that
@@ -1658,24 +1667,21 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
             : (g.spread ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>);
   size_t shared = static_cast<size_t>(g.shared_bytes);
   // fp16 X with long ranges takes the unmet sums (gemv::lane_unmet) where the device lets a block have
-  // four times the shared memory (less the kernel's own: each warp's 2^-e) and still holds the grid's
-  // blocks at once.
+  // four times the shared memory and still holds the grid's blocks at once.
   if constexpr (T == OutType::F16 && !NAIVE) {
     int device = 0, most = 0;
-    if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess &&
-        gemv::lane_unmet(g, int64_t{most} - static_cast<int64_t>(sizeof(float)) * W)) {
-      const size_t unmet = 4 * shared;
-      const int per_sm = slots ? (g.spread ? lane_unmet_per_sm<T, W, true, true>(unmet)
-                                           : lane_unmet_per_sm<T, W, false, true>(unmet))
-                               : (g.spread ? lane_unmet_per_sm<T, W, true, false>(unmet)
-                                           : lane_unmet_per_sm<T, W, false, false>(unmet));
-      if (int64_t{per_sm} * L.sms >= resident) {
+    if (g.per >= gemv::kLaneUnmetGroups && cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess) {
+      const int per_sm = slots ? (g.spread ? lane_unmet_per_sm<T, W, true, true>(g, most)
+                                           : lane_unmet_per_sm<T, W, false, true>(g, most))
+                               : (g.spread ? lane_unmet_per_sm<T, W, true, false>(g, most)
+                                           : lane_unmet_per_sm<T, W, false, false>(g, most));
+      if (per_sm > 0 && int64_t{per_sm} * L.sms >= resident) {
         kernel = slots ? (g.spread ? ft_lane_kernel<T, NAIVE, W, true, true, true>
                                    : ft_lane_kernel<T, NAIVE, W, false, true, true>)
                        : (g.spread ? ft_lane_kernel<T, NAIVE, W, true, false, true>
                                    : ft_lane_kernel<T, NAIVE, W, false, false, true>);
-        shared = unmet;
+        shared = 4 * shared;
       }
     }
   }
