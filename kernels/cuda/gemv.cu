@@ -1627,6 +1627,14 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   }
 }
 
+// f(spread, slots) with the two as compile-time constants (std::bool_constant): the one place that turns
+// a lane grid's run-time choices into ft_lane_kernel's template arguments.
+template <class F>
+decltype(auto) lane_instance(bool spread, bool slots, F&& f) {
+  if (slots) return spread ? f(std::true_type{}, std::true_type{}) : f(std::false_type{}, std::true_type{});
+  return spread ? f(std::true_type{}, std::false_type{}) : f(std::false_type{}, std::false_type{});
+}
+
 // Blocks of the unmet form a multiprocessor holds for grid g, 0 where the rule does not take it there
 // (gemv::lane_unmet) or a block may not have its sums beside the kernel's own shared memory on this
 // device (`most`: the device's limit for a block that opts in).
@@ -1662,9 +1670,14 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, resident);
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
   const bool slots = gemv::lane_meets_in_slots(g, L.w.n, L.w.k, resident);
-  auto kernel =
-      slots ? (g.spread ? ft_lane_kernel<T, NAIVE, W, true, true> : ft_lane_kernel<T, NAIVE, W, false, true>)
-            : (g.spread ? ft_lane_kernel<T, NAIVE, W, true> : ft_lane_kernel<T, NAIVE, W, false>);
+  // The instance for this grid, with the unmet sums (UNMET) or without.
+  const auto instance = [&](auto unmet) {
+    constexpr bool U = decltype(unmet)::value;
+    return lane_instance(g.spread, slots, [](auto spread, auto slot) {
+      return ft_lane_kernel<T, NAIVE, W, decltype(spread)::value, decltype(slot)::value, U>;
+    });
+  };
+  auto kernel = instance(std::false_type{});
   size_t shared = static_cast<size_t>(g.shared_bytes);
   // fp16 X with long ranges takes the unmet sums (gemv::lane_unmet) where the device lets a block have
   // four times the shared memory and still holds the grid's blocks at once.
@@ -1672,15 +1685,11 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
     int device = 0, most = 0;
     if (g.per >= gemv::kLaneUnmetGroups && cudaGetDevice(&device) == cudaSuccess &&
         cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess) {
-      const int per_sm = slots ? (g.spread ? lane_unmet_per_sm<T, W, true, true>(g, most)
-                                           : lane_unmet_per_sm<T, W, false, true>(g, most))
-                               : (g.spread ? lane_unmet_per_sm<T, W, true, false>(g, most)
-                                           : lane_unmet_per_sm<T, W, false, false>(g, most));
+      const int per_sm = lane_instance(g.spread, slots, [&](auto spread, auto slot) {
+        return lane_unmet_per_sm<T, W, decltype(spread)::value, decltype(slot)::value>(g, most);
+      });
       if (per_sm > 0 && int64_t{per_sm} * L.sms >= resident) {
-        kernel = slots ? (g.spread ? ft_lane_kernel<T, NAIVE, W, true, true, true>
-                                   : ft_lane_kernel<T, NAIVE, W, false, true, true>)
-                       : (g.spread ? ft_lane_kernel<T, NAIVE, W, true, false, true>
-                                   : ft_lane_kernel<T, NAIVE, W, false, false, true>);
+        kernel = instance(std::true_type{});
         shared = 4 * shared;
       }
     }
