@@ -821,6 +821,17 @@ TEST_CASE("gemv split: one row of int4 on the lane form, warps a block and range
   CHECK(gemv::lane_unmet(gemv::lane_grid(8192, 28672, 16, 264), kHopper));       // 56 groups, 7 rows
   CHECK(gemv::lane_unmet(d, kHopper));  // 64 groups, the most: 128 KB
   CHECK_FALSE(gemv::lane_unmet(d, 4 * d.shared_bytes - 1));
+  // bf16 X's staged scales: groups of 128, compute capability 8.0 and later, ranges of 32 groups and more
+  // whose doubled sums a block may have.
+  CHECK(gemv::lane_stages_scales(a, 128, 90, kHopper));  // 55 groups, 56320 bytes
+  CHECK(gemv::lane_stages_scales(a, 128, 86, kAmpere));
+  CHECK(gemv::lane_stages_scales(d, 128, 80, kAmpere));  // 64 groups: 64 KB
+  CHECK_FALSE(gemv::lane_stages_scales(d, 128, 80, 2 * d.shared_bytes - 1));
+  CHECK_FALSE(gemv::lane_stages_scales(a, 128, 75, kHopper));  // no cp.async
+  CHECK_FALSE(gemv::lane_stages_scales(a, 64, 90, kHopper));   // four scale rows a slab
+  CHECK_FALSE(gemv::lane_stages_scales(a, 8192, 90, kHopper));
+  CHECK_FALSE(gemv::lane_stages_scales(gemv::lane_grid(8192, 8192, 32, 132), 128, 90, kHopper));  // 16 groups
+  CHECK(gemv::lane_stages_scales(gemv::lane_grid(8192, 28672, 16, 264), 128, 90, kHopper));
   // Where two blocks cost the same, the smaller: 7168x18432 (31 + 9 against 35 + 5), 1024x11008 (3 + 3
   // against 4 + 2), 1536x8960 (5 + 3 against 6 + 2).
   CHECK(gemv::lane_cost(gemv::lane_grid(7168, 18432, 8, 528), 528) == 31 + 9);

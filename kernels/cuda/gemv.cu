@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -1384,31 +1385,66 @@ __device__ __forceinline__ uint4 load_piece(const uint4* p) {
   return v;
 }
 
+// Where a lane's walk reads its scales, 4 halves (a column group) apart: global memory through the
+// read-only path, or with STAGED the warp's copy in shared memory (lane_stage_scales) at a 32-bit shared
+// address (a pointer that could hold either address had the compiler read the staged scales by generic
+// loads: notes/performance.md, eightieth session).
+template <bool STAGED>
+struct ScaleCursor {
+  const uint16_t* p;
+  __device__ __forceinline__ uint16_t at(int d) const { return __ldg(p + 4 * d); }
+  __device__ __forceinline__ void step() { p += 4; }
+};
+template <>
+struct ScaleCursor<true> {
+  uint32_t a;
+  __device__ __forceinline__ uint16_t at(int d) const {
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a + 8 * d));
+    return v;
+  }
+  __device__ __forceinline__ void step() { a += 8; }
+};
+
 // The walk: the lane's piece and scale of each of `count` column groups, kLaneAhead loads in flight
 // beyond the one in use, addresses advanced by increments. ready() once the first load is asked (what
 // X needs before the first step: bf16's scaling waits for X's loads, and the weights' first load need
 // not wait for it; with all three asked first, the pieces in flight did not fit the registers beside
 // the scaling, notes/performance.md, fifty-second session), then body(piece, scale, j) for j = 0 ..
-// count - 1; whole rounds of kLaneAhead + 1 run without checks, the last round checks each step.
-template <class Ready, class Body>
-__device__ __forceinline__ void lane_walk(const uint4* p, int64_t stride, const uint16_t* sp, int count,
+// count - 1; whole rounds of kLaneAhead + 1 run without checks, the last round checks each step. The
+// scales come through a ScaleCursor (above); staged in shared memory, the walk waits for their copy once
+// the first loads are asked.
+template <bool STAGED, class Ready, class Body>
+__device__ __forceinline__ void lane_walk(const uint4* p, int64_t stride, ScaleCursor<STAGED> sp, int count,
                                           Ready ready, Body body) {
   constexpr int A = kLaneAhead;
   uint4 buf[A + 1];
   uint16_t sc[A + 1];
+  const ScaleCursor<STAGED> sp0 = sp;
 #pragma unroll
   for (int d = 0; d < A; ++d) {
     if (d == 1) ready();
-    if (d < count) buf[d] = load_piece(p), sc[d] = __ldg(sp);
-    p += stride, sp += 4;
+    if (d < count) {
+      buf[d] = load_piece(p);
+      if constexpr (!STAGED) sc[d] = sp.at(0);
+    }
+    p += stride, sp.step();
+  }
+  if constexpr (STAGED) {
+    cp_async_wait<0>();
+    __syncwarp();
+#pragma unroll
+    for (int d = 0; d < A; ++d) {
+      if (d < count) sc[d] = sp0.at(d);
+    }
   }
   int j0 = 0;
   for (; j0 + 2 * A + 1 <= count; j0 += A + 1) {
 #pragma unroll
     for (int d = 0; d <= A; ++d) {
       const int slot = (d + A) % (A + 1);
-      buf[slot] = load_piece(p), sc[slot] = __ldg(sp);
-      p += stride, sp += 4;
+      buf[slot] = load_piece(p), sc[slot] = sp.at(0);
+      p += stride, sp.step();
       body(buf[d], sc[d], j0 + d);
     }
   }
@@ -1416,8 +1452,8 @@ __device__ __forceinline__ void lane_walk(const uint4* p, int64_t stride, const 
 #pragma unroll
     for (int d = 0; d <= A; ++d) {
       const int slot = (d + A) % (A + 1);
-      if (j0 + d + A < count) buf[slot] = load_piece(p), sc[slot] = __ldg(sp);
-      p += stride, sp += 4;
+      if (j0 + d + A < count) buf[slot] = load_piece(p), sc[slot] = sp.at(0);
+      p += stride, sp.step();
       if (j0 + d < count) body(buf[d], sc[d], j0 + d);
     }
   }
@@ -1505,6 +1541,31 @@ __device__ __forceinline__ void lane_meet_in_slots(const Out& o, float* sums, Ea
   });
 }
 
+// bf16 X's scales for groups of 128 (gemv::lane_stages_scales): the warp copies the two scale rows of its
+// slab, 8 bytes (4 channels) a column group, by cp.async into `rows` (2 x 4 x groups_per_block halves) at
+// the start, a row past K (a slab that ends after its first two tiles) as zeros, and returns the shared
+// address of the lane's first scale there. Read from global memory as the walk reaches them, a block's
+// scale rows (440 bytes each at 28672x8192, 57 KB apart) come from DRAM a 32-byte sector at a time.
+__device__ __forceinline__ uint32_t lane_stage_scales(const FtIo& a, uint16_t* rows, int64_t slab,
+                                                      int64_t cg0, int groups, int groups_per_block, int lane,
+                                                      const gemv::LanePiece& lp) {
+#if __CUDA_ARCH__ >= 800
+  const int64_t last = a.k / 128;
+  for (int i = lane; i < 2 * groups; i += 32) {
+    const int half = i / groups, c = i % groups;
+    const int64_t row = slab * 2 + half;
+    const uint16_t* from = a.scales + (row < last ? row : 0) * a.n + 4 * (cg0 + c);
+    const auto to =
+        static_cast<uint32_t>(__cvta_generic_to_shared(rows + half * 4 * groups_per_block + 4 * c));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(to), "l"(from), "r"(row < last ? 8 : 0)
+                 : "memory");
+  }
+  cp_async_commit();
+#endif
+  return static_cast<uint32_t>(
+      __cvta_generic_to_shared(rows + (lp.tile / 2) * 4 * groups_per_block + lp.channel));
+}
+
 // grid (column ranges of `groups_per_block` column groups, K / (256 W) rounded up: gemv::lane_grid);
 // dynamic shared memory: W x groups_per_block x 4 floats. W warps a block, 32 warps a multiprocessor.
 // A row of blocks takes W slabs of K, or with SPREAD `per_row` (gemv::LaneGrid: fewer than W, the
@@ -1513,9 +1574,13 @@ __device__ __forceinline__ void lane_meet_in_slots(const Out& o, float* sums, Ea
 // 2% slower at 28672x8192 (notes/performance.md, fifty-ninth session). Several rows of blocks meet with
 // SLOTS in slots of the workspace (lane_meet_in_slots), else the last block of a range to arrive settles
 // it (finish_tile): gemv::lane_meets_in_slots. With UNMET (gemv::lane_unmet) a step's sums leave unmet,
-// without shuffles: each warp keeps W x groups_per_block x 16 floats.
-template <OutType T, bool NAIVE, int W, bool SPREAD, bool SLOTS = false, bool UNMET = false>
+// without shuffles: each warp keeps W x groups_per_block x 16 floats. With STAGED (bf16 X,
+// gemv::lane_stages_scales) each warp's scales are copied to shared memory after the partial sums
+// (lane_stage_scales; twice the shared memory).
+template <OutType T, bool NAIVE, int W, bool SPREAD, bool SLOTS = false, bool UNMET = false,
+          bool STAGED = false>
 __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int groups_per_block, int per_row) {
+  static_assert(!(UNMET && STAGED), "the unmet sums are fp16 X's, the staged scales bf16 X's");
   extern __shared__ float part[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const gemv::LanePiece lp = gemv::lane_piece(lane);  // the piece this lane loads
@@ -1535,7 +1600,16 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   const int64_t stride = a.k / 8;  // 16-byte pieces a column group
   const uint4* src =
       reinterpret_cast<const uint4*>(a.q) + cg0 * stride + (live ? slab * 32 + piece : piece % 16);
-  const uint16_t* sp = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + lp.channel;
+  ScaleCursor<STAGED> sp{};
+  if constexpr (STAGED) {
+    if (count > 0) {
+      uint16_t* rows =
+          reinterpret_cast<uint16_t*>(part + W * groups_per_block * 4) + warp * 8 * groups_per_block;
+      sp.a = lane_stage_scales(a, rows, slab, cg0, groups, groups_per_block, lane, lp);
+    }
+  } else {
+    sp.p = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + lp.channel;
+  }
   // B: X of the 16 rows from gemv::lane_x_row, in the lanes gemv::lane_holds_x names.
   const int64_t kx = slab * S + gemv::lane_x_row(lane);
   uint32_t xb[8] = {};
@@ -1568,10 +1642,14 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   // UNMET's place for the next column group's sums: a 32-bit shared address carried from step to step, 64
   // bytes a group, starting a group early where the first emit (j = -1) has none (a store through a
   // pointer rebuilt the shared base each step and became a branch: 270 instructions a round of four steps
-  // against 228, and 0.99x; carried: 222, notes/performance.md, eighty-second session).
-  [[maybe_unused]] uint32_t out_cur = static_cast<uint32_t>(__cvta_generic_to_shared(
-                                          part + warp * groups_per_block * 16 + (lane / 8) * 4 + tile)) -
-                                      (kLate ? 64u : 0u);
+  // against 228, and 0.99x; carried: 222, notes/performance.md, eighty-second session). STAGED carries
+  // lane 8c's place for the met sums the same way, 16 bytes a group (taken as `out + 4 j`, the address was
+  // rebuilt before every store: 246 instructions a round against 223, eightieth session).
+  [[maybe_unused]] uint32_t out_cur =
+      UNMET ? static_cast<uint32_t>(
+                  __cvta_generic_to_shared(part + warp * groups_per_block * 16 + (lane / 8) * 4 + tile)) -
+                  (kLate ? 64u : 0u)
+            : static_cast<uint32_t>(__cvta_generic_to_shared(out));
   // Column group j's sums, scaled, meet in lane 8c (UNMET: stay in their four lanes) and go to shared
   // memory (all lanes call it; late, the first call has no column group, j = -1).
   const auto emit = [&](float d0, float d3, uint16_t scale, int j) {
@@ -1584,11 +1662,17 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
     }
     d += __shfl_xor_sync(0xFFFFFFFFu, d, 2);  // tiles 0 + 1 in lane 8c, 2 + 3 in 8c + 5
     d += __shfl_down_sync(0xFFFFFFFFu, d, 5);
-    if (lane % 8 == 0 && (!kLate || j >= 0)) out[4 * j] = d;
+    if constexpr (STAGED) {
+      static_assert(!kLate, "the staged scales' sums leave in their step");
+      if (lane % 8 == 0) asm volatile("st.shared.f32 [%0], %1;" ::"r"(out_cur), "f"(d) : "memory");
+      out_cur += 16;
+    } else {
+      if (lane % 8 == 0 && (!kLate || j >= 0)) out[4 * j] = d;
+    }
   };
   float p0 = 0.0f, p3 = 0.0f;
   uint16_t ps = 0;
-  lane_walk(src, stride, sp, count, ready, [&](uint4 v, uint16_t scale, int j) {
+  lane_walk<STAGED>(src, stride, sp, count, ready, [&](uint4 v, uint16_t scale, int j) {
     float d[4];
     lane_mma<NAIVE>(v, xb, d);
     if constexpr (kLate) {
@@ -1635,20 +1719,27 @@ decltype(auto) lane_instance(bool spread, bool slots, F&& f) {
   return spread ? f(std::true_type{}, std::false_type{}) : f(std::false_type{}, std::false_type{});
 }
 
-// Blocks of the unmet form a multiprocessor holds for grid g, 0 where the rule does not take it there
-// (gemv::lane_unmet) or a block may not have its sums beside the kernel's own shared memory on this
-// device (`most`: the device's limit for a block that opts in).
-template <OutType T, int W, bool SPREAD, bool SLOTS>
-int lane_unmet_per_sm(const gemv::LaneGrid& g, int64_t most) {
+// The one-row kernel's other form for X of type T: the unmet sums for fp16 X (gemv::lane_unmet), the
+// staged scales for bf16 X (gemv::lane_stages_scales), each with `kLaneFormTimes` its partial sums' shared
+// memory.
+template <OutType T>
+constexpr int64_t kLaneFormTimes = T == OutType::F16 ? 4 : 2;
+
+// Blocks of that form a multiprocessor holds for grid g, 0 where its rule, `takes(block_most)`, does not take
+// it there (`block_most`: the most shared memory a block may have beside the kernel's own on this device,
+// `most` being the device's limit for a block that opts in).
+template <OutType T, int W, bool SPREAD, bool SLOTS, class Takes>
+int lane_form_per_sm(const gemv::LaneGrid& g, int64_t most, Takes takes) {
+  constexpr bool F16 = T == OutType::F16;
   static Fit fit;
-  const auto kernel = ft_lane_kernel<T, false, W, SPREAD, SLOTS, true>;
+  const auto kernel = ft_lane_kernel<T, false, W, SPREAD, SLOTS, F16, !F16>;
   static const int64_t own = [&] {
     cudaFuncAttributes at{};
     return cudaFuncGetAttributes(&at, kernel) == cudaSuccess ? static_cast<int64_t>(at.sharedSizeBytes)
                                                              : int64_t{1} << 40;
   }();
-  if (!gemv::lane_unmet(g, most - own)) return 0;
-  return bulk_blocks_per_sm(fit, kernel, static_cast<size_t>(4 * g.shared_bytes), W * 32);
+  if (!takes(most - own)) return 0;
+  return bulk_blocks_per_sm(fit, kernel, static_cast<size_t>(kLaneFormTimes<T> * g.shared_bytes), W * 32);
 }
 
 // Blocks of W warps the device holds at once, asked with the most partial sums a block keeps, so that
@@ -1670,27 +1761,33 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, resident);
   const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
   const bool slots = gemv::lane_meets_in_slots(g, L.w.n, L.w.k, resident);
-  // The instance for this grid, with the unmet sums (UNMET) or without.
-  const auto instance = [&](auto unmet) {
-    constexpr bool U = decltype(unmet)::value;
+  // The instance for this grid, in the other form (the unmet sums for fp16 X, the staged scales for bf16 X)
+  // or not.
+  const auto instance = [&](auto other) {
+    constexpr bool O = decltype(other)::value, F16 = T == OutType::F16;
     return lane_instance(g.spread, slots, [](auto spread, auto slot) {
-      return ft_lane_kernel<T, NAIVE, W, decltype(spread)::value, decltype(slot)::value, U>;
+      return ft_lane_kernel < T, NAIVE, W, decltype(spread)::value, decltype(slot)::value, O && F16,
+             O && !F16 > ;
     });
   };
   auto kernel = instance(std::false_type{});
   size_t shared = static_cast<size_t>(g.shared_bytes);
-  // fp16 X with long ranges takes the unmet sums (gemv::lane_unmet) where the device lets a block have
-  // four times the shared memory and still holds the grid's blocks at once.
-  if constexpr (T == OutType::F16 && !NAIVE) {
+  // Long ranges take the other form (gemv::lane_unmet, gemv::lane_stages_scales) where the device lets a
+  // block have its shared memory and still holds the grid's blocks at once.
+  if constexpr (!NAIVE) {
+    const auto takes = [&](int64_t block_most) {
+      if constexpr (T == OutType::F16) return gemv::lane_unmet(g, block_most);
+      return gemv::lane_stages_scales(g, L.w.group, L.cc, block_most);
+    };
     int device = 0, most = 0;
-    if (g.per >= gemv::kLaneUnmetGroups && cudaGetDevice(&device) == cudaSuccess &&
+    if (takes(std::numeric_limits<int64_t>::max()) && cudaGetDevice(&device) == cudaSuccess &&
         cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess) {
       const int per_sm = lane_instance(g.spread, slots, [&](auto spread, auto slot) {
-        return lane_unmet_per_sm<T, W, decltype(spread)::value, decltype(slot)::value>(g, most);
+        return lane_form_per_sm<T, W, decltype(spread)::value, decltype(slot)::value>(g, most, takes);
       });
       if (per_sm > 0 && int64_t{per_sm} * L.sms >= resident) {
         kernel = instance(std::true_type{});
-        shared = 4 * shared;
+        shared = static_cast<size_t>(kLaneFormTimes<T>) * shared;
       }
     }
   }

@@ -383,6 +383,17 @@ inline bool lane_unmet(const LaneGrid& g, int64_t block_most) {
   return g.per >= kLaneUnmetGroups && 4 * g.shared_bytes <= block_most;
 }
 
+// bf16 X (ft_lane_kernel's STAGED): for groups of 128 (two scale rows a warp), from compute capability 8.0
+// (cp.async), and where a block walks ranges of kLaneStagedGroups column groups and more (long enough to
+// repay the wait for the copy at the start), each warp copies its scales to shared memory at the start
+// rather than reading them from global memory step by step, with twice the partial sums' shared memory
+// (`block_most` as for lane_unmet). On the H100 (notes/performance.md, eightieth session) 28672x8192 took
+// 44.8 us against 46.1 and 8192x28672 the same; fp16 X measured 1% slower so and keeps its own form.
+constexpr int64_t kLaneStagedGroups = 32;
+inline bool lane_stages_scales(const LaneGrid& g, int64_t group, int cc, int64_t block_most) {
+  return group == 128 && cc >= 80 && g.per >= kLaneStagedGroups && 2 * g.shared_bytes <= block_most;
+}
+
 // Beyond K = 8192 a range's rows of blocks meet in slots of the workspace (ft_lane_kernel): rows 0 ..
 // rows - 2 store their sums in slot `row` ([rows - 1][N] floats, float bits marked so that zero means "not
 // stored yet") and end; the last row, the last blocks in launch order, reads the slots as they fill, adds

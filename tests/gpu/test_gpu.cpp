@@ -1140,8 +1140,9 @@ TEST_CASE(
   // - 16x131072: 512 slabs, sixteen rows of 32-warp blocks; the last row waits for fifteen slots, read in
   //   two rounds (lane_meet_in_slots).
   // - 17408x4224: one row of 32-warp blocks, 17 busy (the last slab half past K), on 132 multiprocessors
-  //   ranges of 33 column groups: fp16 X takes the unmet sums (gemv::lane_unmet; every instance of them is
-  //   checked bit for bit in the next case).
+  //   ranges of 33 column groups: fp16 X takes the unmet sums (gemv::lane_unmet) and bf16 X with groups of
+  //   128 the staged scales (gemv::lane_stages_scales), the second scale row of the last slab staged as
+  //   zeros (every instance of both is checked bit for bit in the next case).
   // Wherever the grid fits on the device at once (all of these on a device of 16 multiprocessors or
   // more) the rows of blocks meet in slots of the workspace in a fixed order, so a second call gives the
   // same outputs bit for bit.
@@ -1193,15 +1194,17 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("gemv: one row of fp16 X with the lane form's sums unmet, in every block and meeting") {
-  // Where a block walks ranges of 32 column groups and more (gemv::lane_unmet), fp16 X's sums leave each
-  // step unmet and the block's meeting adds them in the order the shuffles would have: the outputs must
-  // equal the naive conversion's (which keeps the met form) bit for bit. Told the device has 4
-  // multiprocessors (16, 8 and 4 blocks of 8, 16 and 32 warps at once), small shapes reach every
-  // instance (each with its sums a step late): one row of blocks of 8, 16 and 32 warps (17 of 32 busy);
-  // several rows meeting in slots, with the slabs spread over the rows and not; and rows settled by the
-  // last block to arrive (more blocks than fit at once), where the order of arrival may change the last
-  // bits, so that there the two need only lie within two units in the last place.
+TEST_CASE("gemv: one row on the lane form's other forms (fp16's sums unmet, bf16's scales staged)") {
+  // Where a block walks ranges of 32 column groups and more, fp16 X's sums leave each step unmet and the
+  // block's meeting adds them in the order the shuffles would have (gemv::lane_unmet), and with groups of
+  // 128 bf16 X's warps copy their scales to shared memory at the start (gemv::lane_stages_scales): the
+  // outputs must equal the naive conversion's (which keeps the plain form) bit for bit. Told the device has
+  // 4 multiprocessors (16, 8 and 4 blocks of 8, 16 and 32 warps at once), small shapes reach every
+  // instance (fp16's with its sums a step late): one row of blocks of 8, 16 and 32 warps (17 of 32 busy,
+  // the last slab half past K, its second scale row staged as zeros); several rows meeting in slots, with
+  // the slabs spread over the rows and not; and rows settled by the last block to arrive (more blocks than
+  // fit at once), where the order of arrival may change the last bits, so that there the two need only
+  // lie within two units in the last place.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -1209,6 +1212,7 @@ TEST_CASE("gemv: one row of fp16 X with the lane form's sums unmet, in every blo
   constexpr int kSms = 4;
   const auto resident = [](int w) { return int64_t{kSms} * 32 / w; };
   const int64_t block_most = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
+  const int cc = 10 * prop.major + prop.minor;
   const std::pair<int64_t, int64_t> shapes[] = {{2048, 512},  {1024, 2176}, {512, 4224},  {384, 8320},
                                                 {384, 9088},  {320, 16512}, {320, 19328}, {256, 16000},
                                                 {128, 16512}, {512, 16512}, {1024, 16000}};
@@ -1218,50 +1222,55 @@ TEST_CASE("gemv: one row of fp16 X with the lane form's sums unmet, in every blo
     const bool slots = gemv::lane_meets_in_slots(g, n, k, resident(w));
     const bool fixed = g.rows == 1 || slots;  // the rows of blocks meet in one order
     // The launcher also counts the kernel's own shared memory (about a kilobyte) against the limit.
-    const bool unmet = gemv::lane_unmet(g, block_most);
     std::printf(
         "int4 %lldx%lld on %d multiprocessors: %d warps, %lld rows of %lld busy%s, ranges of %lld groups, "
-        "%s, sums %s\n",
+        "%s; fp16 sums %s, bf16 scales (g128) %s\n",
         static_cast<long long>(n), static_cast<long long>(k), kSms, w, static_cast<long long>(g.rows),
         static_cast<long long>(g.per_row), g.spread ? " (spread)" : "", static_cast<long long>(g.per),
         g.rows == 1 ? "one row" : (slots ? "slots" : "settled by the last block"),
-        unmet ? "unmet" : "met (the device's blocks lack the shared memory)");
-    CHECK(g.per >= gemv::kLaneUnmetGroups);  // the shapes stay where the rule takes the unmet sums
+        gemv::lane_unmet(g, block_most) ? "unmet" : "met (the device's blocks lack the shared memory)",
+        gemv::lane_stages_scales(g, 128, cc, block_most) ? "staged" : "read as the walk goes");
+    // The shapes stay where the rules take the other forms.
+    CHECK(g.per >= gemv::kLaneUnmetGroups);
+    CHECK(g.per >= gemv::kLaneStagedGroups);
     const Tensor wt = random_matrix(Distribution::Normal, static_cast<uint64_t>(3 * n + k), n, k);
     for (const int group : {64, 128}) {
       const QuantizedMatrix q = cpu->quantize(wt, {quant::Scheme::Int4Sym, quant::Layout::Ft, group});
       const DeviceWeights dev(q);
       gemv::Epilogue silu;
       silu.act = gemv::Act::Silu;
-      for (const gemv::Epilogue& e : {gemv::Epilogue{}, silu}) {
-        CAPTURE(n);
-        CAPTURE(k);
-        CAPTURE(group);
-        CAPTURE(static_cast<int>(e.act));
-        std::vector<uint16_t> y[3];
-        int at = 0;
-        for (const gemv::Path path : {gemv::Path::Fast, gemv::Path::Fast, gemv::Path::Naive}) {
-          const GemvRequest r =
-              test::make_request(path, OutType::F16, 1, n, k, static_cast<uint64_t>(n + group), e);
-          DeviceGemv d(dev.w, r, prop);
-          d.launch.sms = kSms;
-          check_launch(d, *cpu, q, r);
-          y[at++] = d.y.to_host();
-        }
-        const auto unlike = [](const std::vector<uint16_t>& a, const std::vector<uint16_t>& b) {
-          size_t c = 0;
-          for (size_t i = 0; i < a.size(); ++i) c += a[i] != b[i];
-          return c;
-        };
-        REQUIRE(y[2].size() == y[0].size());
-        const size_t naive = unlike(y[0], y[2]), again = unlike(y[0], y[1]);
-        std::printf("  g%d act %d: outputs unlike the naive conversion's %zu, unlike a second call's %zu\n",
-                    group, static_cast<int>(e.act), naive, again);
-        if (fixed) {
-          CHECK(naive == 0);
-          CHECK(again == 0);
-        } else {
-          CHECK(outputs_apart(y[0], y[2], OutType::F16) == 0);  // within two units in the last place
+      for (const OutType t : {OutType::F16, OutType::BF16}) {
+        for (const gemv::Epilogue& e : {gemv::Epilogue{}, silu}) {
+          CAPTURE(n);
+          CAPTURE(k);
+          CAPTURE(group);
+          CAPTURE(static_cast<int>(t));
+          CAPTURE(static_cast<int>(e.act));
+          std::vector<uint16_t> y[3];
+          int at = 0;
+          for (const gemv::Path path : {gemv::Path::Fast, gemv::Path::Fast, gemv::Path::Naive}) {
+            const GemvRequest r = test::make_request(path, t, 1, n, k, static_cast<uint64_t>(n + group), e);
+            DeviceGemv d(dev.w, r, prop);
+            d.launch.sms = kSms;
+            check_launch(d, *cpu, q, r);
+            y[at++] = d.y.to_host();
+          }
+          const auto unlike = [](const std::vector<uint16_t>& a, const std::vector<uint16_t>& b) {
+            size_t c = 0;
+            for (size_t i = 0; i < a.size(); ++i) c += a[i] != b[i];
+            return c;
+          };
+          REQUIRE(y[2].size() == y[0].size());
+          const size_t naive = unlike(y[0], y[2]), again = unlike(y[0], y[1]);
+          std::printf(
+              "  g%d %s act %d: outputs unlike the naive conversion's %zu, unlike a second call's %zu\n",
+              group, t == OutType::F16 ? "fp16" : "bf16", static_cast<int>(e.act), naive, again);
+          if (fixed) {
+            CHECK(naive == 0);
+            CHECK(again == 0);
+          } else {
+            CHECK(outputs_apart(y[0], y[2], t) == 0);  // within two units in the last place
+          }
         }
       }
     }
