@@ -1388,7 +1388,7 @@ __device__ __forceinline__ uint4 load_piece(const uint4* p) {
 // Where a lane's walk reads its scales, 4 halves (a column group) apart: global memory through the
 // read-only path, or with STAGED the warp's copy in shared memory (lane_stage_scales) at a 32-bit shared
 // address (a pointer that could hold either address had the compiler read the staged scales by generic
-// loads: notes/performance.md, eightieth session).
+// loads: notes/performance.md, eighty-first session).
 template <bool STAGED>
 struct ScaleCursor {
   const uint16_t* p;
@@ -1644,7 +1644,7 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   // pointer rebuilt the shared base each step and became a branch: 270 instructions a round of four steps
   // against 228, and 0.99x; carried: 222, notes/performance.md, eighty-second session). STAGED carries
   // lane 8c's place for the met sums the same way, 16 bytes a group (taken as `out + 4 j`, the address was
-  // rebuilt before every store: 246 instructions a round against 223, eightieth session).
+  // rebuilt before every store: 246 instructions a round against 223, eighty-first session).
   [[maybe_unused]] uint32_t out_cur =
       UNMET ? static_cast<uint32_t>(
                   __cvta_generic_to_shared(part + warp * groups_per_block * 16 + (lane / 8) * 4 + tile)) -
