@@ -1765,9 +1765,9 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   // or not.
   const auto instance = [&](auto other) {
     constexpr bool O = decltype(other)::value, F16 = T == OutType::F16;
+    constexpr bool U = O && F16, S = O && !F16;  // UNMET, STAGED
     return lane_instance(g.spread, slots, [](auto spread, auto slot) {
-      return ft_lane_kernel < T, NAIVE, W, decltype(spread)::value, decltype(slot)::value, O && F16,
-             O && !F16 > ;
+      return ft_lane_kernel<T, NAIVE, W, decltype(spread)::value, decltype(slot)::value, U, S>;
     });
   };
   auto kernel = instance(std::false_type{});
