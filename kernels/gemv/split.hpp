@@ -388,8 +388,8 @@ inline bool lane_unmet(const LaneGrid& g, int64_t block_most) {
 // repay the wait for the copy at the start), each warp copies its scales to shared memory at the start
 // rather than reading them from global memory step by step, with twice the partial sums' shared memory
 // (`block_most` as for lane_unmet). On the H100 (notes/performance.md, eighty-fourth session) 28672x8192
-// took 44.6 us against 46.2 and 14336x28672 75.6 against 79.7, 8192x28672 and 17408x4224 the same within
-// noise; fp16 X measured 1% slower so (eighty-second session) and keeps its unmet sums.
+// took 44.6 us against 46.2 and 14336x28672 75.3-75.9 against 78.8-80.3, 8192x28672 and 17408x4224 the same
+// within noise; fp16 X measured 1% slower so (eighty-second session) and keeps its unmet sums.
 constexpr int64_t kLaneStagedGroups = 32;
 inline bool lane_stages_scales(const LaneGrid& g, int64_t group, int cc, int64_t block_most) {
   return group == 128 && cc >= 80 && g.per >= kLaneStagedGroups && 2 * g.shared_bytes <= block_most;
