@@ -72,6 +72,7 @@ namespace {
 
 using gemv::Path;
 using io::cp_async16;
+using io::cp_async8;
 using io::cp_async_commit;
 using io::cp_async_wait;
 using io::FtIo;
@@ -1549,7 +1550,6 @@ __device__ __forceinline__ void lane_meet_in_slots(const Out& o, float* sums, Ea
 __device__ __forceinline__ uint32_t lane_stage_scales(const FtIo& a, uint16_t* rows, int64_t slab,
                                                       int64_t cg0, int groups, int groups_per_block, int lane,
                                                       const gemv::LanePiece& lp) {
-#if __CUDA_ARCH__ >= 800
   const int64_t last = a.k / 128;
   for (int i = lane; i < 2 * groups; i += 32) {
     const int half = i / groups, c = i % groups;
@@ -1557,11 +1557,9 @@ __device__ __forceinline__ uint32_t lane_stage_scales(const FtIo& a, uint16_t* r
     const uint16_t* from = a.scales + (row < last ? row : 0) * a.n + 4 * (cg0 + c);
     const auto to =
         static_cast<uint32_t>(__cvta_generic_to_shared(rows + half * 4 * groups_per_block + 4 * c));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(to), "l"(from), "r"(row < last ? 8 : 0)
-                 : "memory");
+    cp_async8(to, from, row < last);
   }
   cp_async_commit();
-#endif
   return static_cast<uint32_t>(
       __cvta_generic_to_shared(rows + (lp.tile / 2) * 4 * groups_per_block + lp.channel));
 }

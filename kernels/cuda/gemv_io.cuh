@@ -55,6 +55,14 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool i
                : "memory");
 #endif
 }
+// 8 bytes from global to shared memory (zeros where `in` is false), through L1 (cp.async moves fewer than
+// 16 bytes only so).
+__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool in) {
+#if __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(in ? 8 : 0)
+               : "memory");
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
 #if __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;" ::: "memory");
