@@ -24,6 +24,7 @@ struct DeviceInfo {
   size_t memory_bytes = 0;  // total device memory
   size_t free_bytes = 0;    // free when asked
   size_t l2_bytes = 0;
+  size_t block_shared_bytes = 0;            // shared memory a block may opt in to (GPU)
   int sm_clock_mhz = 0, mem_clock_mhz = 0;  // current clocks where the driver reports them
   int driver_version = 0, runtime_version = 0;
   std::string summary() const;  // one line for status bars and report headers

@@ -156,6 +156,7 @@ class CudaBenchTarget final : public BenchTarget {
         check(cudaMemset(gemv_.workspace, 0, ws), "clearing the GEMV workspace");
         gemv_.sms = dev.sms;
         gemv_.cc = dev.cc();
+        gemv_.block_shared_most = static_cast<int64_t>(dev.block_shared_bytes);
         gemv_.rows = c.gemm_rows;
         gemv_.no_walk = c.ring;
         launch_ = [this] { check(cuda::gemv_run(gemv_, false)); };
@@ -248,6 +249,7 @@ class CudaBackend final : public Backend {
     info_.sms = p.multiProcessorCount;
     info_.memory_bytes = p.totalGlobalMem;
     info_.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+    info_.block_shared_bytes = p.sharedMemPerBlockOptin;
     int clock = 0;
     if (cudaDeviceGetAttribute(&clock, cudaDevAttrClockRate, device) == cudaSuccess)
       info_.sm_clock_mhz = clock / 1000;
@@ -366,6 +368,7 @@ class CudaBackend final : public Backend {
     L.workspace = ws.get();
     L.sms = info_.sms;
     L.cc = info_.cc();
+    L.block_shared_most = static_cast<int64_t>(info_.block_shared_bytes);
     check(cuda::gemv_run(L));
     return dy.to_host();
   }

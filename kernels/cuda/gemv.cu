@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cfloat>
-#include <limits>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -1771,17 +1770,17 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   auto kernel = instance(std::false_type{});
   size_t shared = static_cast<size_t>(g.shared_bytes);
   // Long ranges take the other form (gemv::lane_unmet, gemv::lane_stages_scales) where the device lets a
-  // block have its shared memory and still holds the grid's blocks at once.
+  // block have its shared memory (GemvLaunch::block_shared_most, less the kernel's own) and still holds the
+  // grid's blocks at once.
   if constexpr (!NAIVE) {
     const auto takes = [&](int64_t block_most) {
       if constexpr (T == OutType::F16) return gemv::lane_unmet(g, block_most);
       return gemv::lane_stages_scales(g, L.w.group, L.cc, block_most);
     };
-    int device = 0, most = 0;
-    if (takes(std::numeric_limits<int64_t>::max()) && cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess) {
+    if (takes(L.block_shared_most)) {
       const int per_sm = lane_instance(g.spread, slots, [&](auto spread, auto slot) {
-        return lane_form_per_sm<T, W, decltype(spread)::value, decltype(slot)::value>(g, most, takes);
+        return lane_form_per_sm<T, W, decltype(spread)::value, decltype(slot)::value>(g, L.block_shared_most,
+                                                                                      takes);
       });
       if (per_sm > 0 && int64_t{per_sm} * L.sms >= resident) {
         kernel = instance(std::true_type{});

@@ -24,6 +24,11 @@ struct GemvLaunch {
   // The copy-engine ring where the walk of 2 to 32 rows would run (gemv::walk16_takes): the tests reach
   // the ring's cases on large matrices with it.
   bool no_walk = false;
+  // The shared memory a block may opt in to on the device (cudaDevAttrMaxSharedMemoryPerBlockOptin,
+  // cudaDeviceProp::sharedMemPerBlockOptin). The one-row kernel's other forms (gemv::lane_unmet,
+  // gemv::lane_stages_scales) need more than a block has by default and are taken only within it: where 0,
+  // the launch keeps the plain form (the same outputs, bit for bit).
+  int64_t block_shared_most = 0;
 };
 
 // The kernels move operands 16 bytes at a time (cp.async, the copy engine, vector loads), so every

@@ -188,6 +188,7 @@ struct DeviceGemv {
     launch.workspace = ws.get();
     launch.sms = prop.multiProcessorCount;
     launch.cc = 10 * prop.major + prop.minor;
+    launch.block_shared_most = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
   }
   bool workspace_zero() const {
     const std::vector<uint8_t> left = ws.to_host();
@@ -1198,13 +1199,14 @@ TEST_CASE("gemv: one row on the lane form's other forms (fp16's sums unmet, bf16
   // Where a block walks ranges of 32 column groups and more, fp16 X's sums leave each step unmet and the
   // block's meeting adds them in the order the shuffles would have (gemv::lane_unmet), and with groups of
   // 128 bf16 X's warps copy their scales to shared memory at the start (gemv::lane_stages_scales): the
-  // outputs must equal the naive conversion's (which keeps the plain form) bit for bit. Told the device has
-  // 4 multiprocessors (16, 8 and 4 blocks of 8, 16 and 32 warps at once), small shapes reach every
+  // outputs must equal bit for bit the plain form's (the same launch with no shared memory to opt in to,
+  // GemvLaunch::block_shared_most 0) and the naive conversion's (which keeps the plain form). Told the device
+  // has 4 multiprocessors (16, 8 and 4 blocks of 8, 16 and 32 warps at once), small shapes reach every
   // instance (fp16's with its sums a step late): one row of blocks of 8, 16 and 32 warps (17 of 32 busy,
   // the last slab half past K, its second scale row staged as zeros); several rows meeting in slots, with
   // the slabs spread over the rows and not; and rows settled by the last block to arrive (more blocks than
-  // fit at once), where the order of arrival may change the last bits, so that there the two need only
-  // lie within two units in the last place.
+  // fit at once), where the order of arrival may change the last bits, so that there they need only lie
+  // within two units in the last place.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
@@ -1246,30 +1248,36 @@ TEST_CASE("gemv: one row on the lane form's other forms (fp16's sums unmet, bf16
           CAPTURE(group);
           CAPTURE(static_cast<int>(t));
           CAPTURE(static_cast<int>(e.act));
-          std::vector<uint16_t> y[3];
-          int at = 0;
-          for (const gemv::Path path : {gemv::Path::Fast, gemv::Path::Fast, gemv::Path::Naive}) {
+          // The other form, again, the plain form (no shared memory to opt in to), the naive conversion.
+          std::vector<uint16_t> y[4];
+          for (int at = 0; at < 4; ++at) {
+            const gemv::Path path = at == 3 ? gemv::Path::Naive : gemv::Path::Fast;
             const GemvRequest r = test::make_request(path, t, 1, n, k, static_cast<uint64_t>(n + group), e);
             DeviceGemv d(dev.w, r, prop);
             d.launch.sms = kSms;
+            if (at == 2) d.launch.block_shared_most = 0;
             check_launch(d, *cpu, q, r);
-            y[at++] = d.y.to_host();
+            y[at] = d.y.to_host();
           }
           const auto unlike = [](const std::vector<uint16_t>& a, const std::vector<uint16_t>& b) {
             size_t c = 0;
             for (size_t i = 0; i < a.size(); ++i) c += a[i] != b[i];
             return c;
           };
-          REQUIRE(y[2].size() == y[0].size());
-          const size_t naive = unlike(y[0], y[2]), again = unlike(y[0], y[1]);
+          REQUIRE(y[3].size() == y[0].size());
+          const size_t naive = unlike(y[0], y[3]), plain = unlike(y[0], y[2]), again = unlike(y[0], y[1]);
           std::printf(
-              "  g%d %s act %d: outputs unlike the naive conversion's %zu, unlike a second call's %zu\n",
-              group, t == OutType::F16 ? "fp16" : "bf16", static_cast<int>(e.act), naive, again);
+              "  g%d %s act %d: outputs unlike the naive conversion's %zu, unlike the plain form's %zu, "
+              "unlike "
+              "a second call's %zu\n",
+              group, t == OutType::F16 ? "fp16" : "bf16", static_cast<int>(e.act), naive, plain, again);
           if (fixed) {
             CHECK(naive == 0);
+            CHECK(plain == 0);
             CHECK(again == 0);
-          } else {
-            CHECK(outputs_apart(y[0], y[2], t) == 0);  // within two units in the last place
+          } else {  // within two units in the last place
+            CHECK(outputs_apart(y[0], y[3], t) == 0);
+            CHECK(outputs_apart(y[0], y[2], t) == 0);
           }
         }
       }
