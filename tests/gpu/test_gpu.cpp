@@ -1249,13 +1249,20 @@ TEST_CASE("gemv: one row on the lane form's other forms (fp16's sums unmet, bf16
           CAPTURE(static_cast<int>(t));
           CAPTURE(static_cast<int>(e.act));
           // The other form, again, the plain form (no shared memory to opt in to), the naive conversion.
+          const struct {
+            gemv::Path path;
+            bool room;
+          } calls[] = {{gemv::Path::Fast, true},
+                       {gemv::Path::Fast, true},
+                       {gemv::Path::Fast, false},
+                       {gemv::Path::Naive, true}};
           std::vector<uint16_t> y[4];
           for (int at = 0; at < 4; ++at) {
-            const gemv::Path path = at == 3 ? gemv::Path::Naive : gemv::Path::Fast;
-            const GemvRequest r = test::make_request(path, t, 1, n, k, static_cast<uint64_t>(n + group), e);
+            const GemvRequest r =
+                test::make_request(calls[at].path, t, 1, n, k, static_cast<uint64_t>(n + group), e);
             DeviceGemv d(dev.w, r, prop);
             d.launch.sms = kSms;
-            if (at == 2) d.launch.block_shared_most = 0;
+            if (!calls[at].room) d.launch.block_shared_most = 0;
             check_launch(d, *cpu, q, r);
             y[at] = d.y.to_host();
           }
@@ -1267,9 +1274,8 @@ TEST_CASE("gemv: one row on the lane form's other forms (fp16's sums unmet, bf16
           REQUIRE(y[3].size() == y[0].size());
           const size_t naive = unlike(y[0], y[3]), plain = unlike(y[0], y[2]), again = unlike(y[0], y[1]);
           std::printf(
-              "  g%d %s act %d: outputs unlike the naive conversion's %zu, unlike the plain form's %zu, "
-              "unlike "
-              "a second call's %zu\n",
+              "  g%d %s act %d: outputs unlike the naive conversion's %zu, "
+              "unlike the plain form's %zu, unlike a second call's %zu\n",
               group, t == OutType::F16 ? "fp16" : "bf16", static_cast<int>(e.act), naive, plain, again);
           if (fixed) {
             CHECK(naive == 0);
