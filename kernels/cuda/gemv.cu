@@ -1751,60 +1751,93 @@ int64_t lane_resident(const GemvLaunch& L) {
   return int64_t{per_sm} * L.sms;
 }
 
-// One wave where the column groups allow (gemv::lane_grid).
+// The one-row kernel's launch for L in blocks of W warps: one wave where the column groups allow
+// (gemv::lane_grid), its rows meeting in slots or not, and whether it takes the other form (the unmet
+// sums for fp16 X, the staged scales for bf16 X): long ranges do (gemv::lane_unmet,
+// gemv::lane_stages_scales) where the device lets a block have its shared memory
+// (GemvLaunch::block_shared_most, less the kernel's own) and still holds the grid's blocks at once.
+struct LanePlan {
+  gemv::LaneGrid g;
+  bool slots;
+  bool other;
+};
+
 template <OutType T, bool NAIVE, int W>
-std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
+LanePlan lane_plan(const GemvLaunch& L) {
   const int64_t resident = lane_resident<T, NAIVE, W>(L);
-  const gemv::LaneGrid g = gemv::lane_grid(L.w.n, L.w.k, W, resident);
-  const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
-  const bool slots = gemv::lane_meets_in_slots(g, L.w.n, L.w.k, resident);
-  // The instance for this grid, in the other form (the unmet sums for fp16 X, the staged scales for bf16 X)
-  // or not.
-  const auto instance = [&](auto other) {
-    constexpr bool O = decltype(other)::value, F16 = T == OutType::F16;
-    constexpr bool U = O && F16, S = O && !F16;  // UNMET, STAGED
-    return lane_instance(g.spread, slots, [](auto spread, auto slot) {
-      return ft_lane_kernel<T, NAIVE, W, decltype(spread)::value, decltype(slot)::value, U, S>;
-    });
-  };
-  auto kernel = instance(std::false_type{});
-  size_t shared = static_cast<size_t>(g.shared_bytes);
-  // Long ranges take the other form (gemv::lane_unmet, gemv::lane_stages_scales) where the device lets a
-  // block have its shared memory (GemvLaunch::block_shared_most, less the kernel's own) and still holds the
-  // grid's blocks at once.
+  LanePlan plan{gemv::lane_grid(L.w.n, L.w.k, W, resident), false, false};
+  const gemv::LaneGrid& g = plan.g;
+  plan.slots = gemv::lane_meets_in_slots(g, L.w.n, L.w.k, resident);
   if constexpr (!NAIVE) {
     const auto takes = [&](int64_t block_most) {
       if constexpr (T == OutType::F16) return gemv::lane_unmet(g, block_most);
       return gemv::lane_stages_scales(g, L.w.group, L.cc, block_most);
     };
-    if (takes(L.block_shared_most)) {
-      const int per_sm = lane_instance(g.spread, slots, [&](auto spread, auto slot) {
-        return lane_form_per_sm<T, W, decltype(spread)::value, decltype(slot)::value>(g, L.block_shared_most,
-                                                                                      takes);
-      });
-      if (per_sm > 0 && int64_t{per_sm} * L.sms >= resident) {
-        kernel = instance(std::true_type{});
-        shared = static_cast<size_t>(kLaneFormTimes<T>) * shared;
-      }
-    }
+    const int per_sm = lane_instance(g.spread, plan.slots, [&](auto spread, auto slot) {
+      return lane_form_per_sm<T, W, decltype(spread)::value, decltype(slot)::value>(g, L.block_shared_most,
+                                                                                    takes);
+    });
+    plan.other = per_sm > 0 && int64_t{per_sm} * L.sms >= resident;
   }
+  return plan;
+}
+
+template <OutType T, bool NAIVE, int W>
+std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  const LanePlan plan = lane_plan<T, NAIVE, W>(L);
+  const gemv::LaneGrid& g = plan.g;
+  const dim3 grid(static_cast<unsigned>(g.columns), static_cast<unsigned>(g.rows));
+  const auto instance = [&](auto other) {
+    constexpr bool O = decltype(other)::value, F16 = T == OutType::F16;
+    constexpr bool U = O && F16, S = O && !F16;  // UNMET, STAGED
+    return lane_instance(g.spread, plan.slots, [](auto spread, auto slot) {
+      return ft_lane_kernel<T, NAIVE, W, decltype(spread)::value, decltype(slot)::value, U, S>;
+    });
+  };
+  const auto kernel = plan.other ? instance(std::true_type{}) : instance(std::false_type{});
+  const size_t shared =
+      static_cast<size_t>(plan.other ? kLaneFormTimes<T> : 1) * static_cast<size_t>(g.shared_bytes);
   kernel<<<grid, W * 32, shared>>>(ft_io(L, ws), static_cast<int>(g.per), static_cast<int>(g.per_row));
   return status("the one-row W4A16 kernel", wait);
 }
 
-// The warps a block by K, and beyond K = 8192 by the grids (gemv::lane_warps).
-template <OutType T, bool NAIVE>
-std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
+// f(std::integral_constant<int, W>) for the warps a block by K, and beyond K = 8192 by the grids
+// (gemv::lane_warps).
+template <OutType T, bool NAIVE, class F>
+auto with_lane_warps(const GemvLaunch& L, F&& f) {
   const auto resident = [&](int w) {
     return w == 8 ? lane_resident<T, NAIVE, 8>(L)
                   : (w == 16 ? lane_resident<T, NAIVE, 16>(L) : lane_resident<T, NAIVE, 32>(L));
   };
   switch (gemv::lane_warps(L.w.n, L.w.k, resident)) {
-    case 8: return launch_lane_w<T, NAIVE, 8>(L, ws, wait);
-    case 16: return launch_lane_w<T, NAIVE, 16>(L, ws, wait);
-    default: return launch_lane_w<T, NAIVE, 32>(L, ws, wait);
+    case 8: return f(std::integral_constant<int, 8>{});
+    case 16: return f(std::integral_constant<int, 16>{});
+    default: return f(std::integral_constant<int, 32>{});
   }
 }
+
+template <OutType T, bool NAIVE>
+std::string launch_lane(const GemvLaunch& L, const Workspace& ws, bool wait) {
+  return with_lane_warps<T, NAIVE>(
+      L, [&](auto w) { return launch_lane_w<T, NAIVE, decltype(w)::value>(L, ws, wait); });
+}
+
+}  // namespace
+
+bool gemv_lane_other_form(const GemvLaunch& L) {
+  if (L.p.m != 1 || L.p.path != Path::Fast || L.w.layout != quant::Layout::Ft ||
+      L.w.scheme != quant::Scheme::Int4Sym)
+    return false;
+  const auto other = [&](auto t) {
+    constexpr OutType T = decltype(t)::value;
+    return with_lane_warps<T, false>(
+        L, [&](auto w) { return lane_plan<T, false, decltype(w)::value>(L).other; });
+  };
+  return L.p.dtype == OutType::F16 ? other(std::integral_constant<OutType, OutType::F16>{})
+                                   : other(std::integral_constant<OutType, OutType::BF16>{});
+}
+
+namespace {
 
 // ---- W4A16 at 2 to 32 rows of X on compute capability 9.0: the copy engine feeds warps that own ----
 // ---- channels and walk K                                                                        ----
