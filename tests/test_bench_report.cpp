@@ -143,6 +143,20 @@ TEST_CASE("bench report: JSON rows, CSV and durations") {
   CHECK(j["rows"][0]["speedup"] == 2.5);
   CHECK(j["device"]["name"] == "test cpu");
   CHECK(j["device"]["copy_gbps"] == 10.0);
+  // The device object carries what sets a launch's choices beside the name: the shared memory a block may
+  // opt in to among them (the one-row kernel's other forms need it).
+  DeviceInfo h100;
+  h100.backend = "cuda";
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.sms = 132;
+  h100.l2_bytes = size_t{50} << 20;
+  h100.block_shared_bytes = 232448;
+  const nlohmann::json dj = front::bench_device_json(h100, 3036.0, GpuClocks{});
+  CHECK(dj["sms"] == 132);
+  CHECK(dj["l2_bytes"] == size_t{50} << 20);
+  CHECK(dj["block_shared_bytes"] == 232448);
+  CHECK(dj["copy_gbps"] == 3036.0);
+  CHECK_FALSE(dj.contains("sm_clock_mhz"));  // no clocks read
   const std::string csv = front::bench_csv({r});
   CHECK(csv.rfind("kernel,shape,samples,median_us,noise,min_us,max_us,gbps,pct_of_copy,speedup,baseline,cold,"
                   "backend\n",

@@ -96,6 +96,7 @@ void add_device(CLI::App& app) {
                                 {"memory_bytes", d.memory_bytes},
                                 {"free_bytes", d.free_bytes},
                                 {"l2_bytes", d.l2_bytes},
+                                {"block_shared_bytes", d.block_shared_bytes},
                                 {"sm_clock_mhz", d.sm_clock_mhz},
                                 {"memory_clock_mhz", d.mem_clock_mhz},
                                 {"driver_version", d.driver_version},

@@ -28,6 +28,7 @@ nlohmann::json bench_device_json(const DeviceInfo& d, double copy_gbps, const Gp
                            {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
                            {"sms", d.sms},
                            {"l2_bytes", d.l2_bytes},
+                           {"block_shared_bytes", d.block_shared_bytes},
                            {"memory_bytes", d.memory_bytes},
                            {"copy_gbps", copy_gbps}};
   if (clocks.available) {
