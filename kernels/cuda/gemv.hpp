@@ -63,10 +63,11 @@ size_t gemv_workspace_zeroed_bytes(const gemv::Weights& w, int64_t m);
 // Every path but cuBLAS (the backend calls cuBLAS itself and then gemv_epilogue).
 std::string gemv_run(const GemvLaunch& a, bool wait = true);
 
-// Whether the one-row W4A16 kernel's launch for L (one row of X, int4 on the ft layout, the fast path)
-// takes that kernel's other form on the device: the unmet sums for fp16 X, the staged scales for bf16 X
-// (gemv::lane_unmet, gemv::lane_stages_scales, and room on the device for the grid's blocks at once). The
-// same outputs either way, bit for bit; false for every other launch. The launcher asks the same rule.
+// Whether the one-row W4A16 kernel's launch for L (one row of X, int4 on the ft layout, the fast path; a
+// launch gemv_run accepts) takes that kernel's other form on the device: the unmet sums for fp16 X, the
+// staged scales for bf16 X (gemv::lane_unmet, gemv::lane_stages_scales, and room on the device for the
+// grid's blocks at once). The same outputs either way, bit for bit; false for every other launch. The
+// launch takes its form from the same plan, so the two cannot differ.
 bool gemv_lane_other_form(const GemvLaunch& L);
 
 // y[M, N] = epilogue(y + bias) in place (after the cuBLAS product).
