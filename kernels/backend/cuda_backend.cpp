@@ -13,6 +13,7 @@
 #include "kernels/cuda/fast.hpp"
 #include "kernels/cuda/gemv.hpp"
 #include "kernels/cuda/launch.hpp"
+#include "kernels/cuda/launch_log.hpp"
 
 namespace dql {
 
@@ -47,6 +48,7 @@ void cublas_product(recipes::OutType t, int64_t m, int64_t n, int64_t k, const v
                     void* y) {
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType dt = t == recipes::OutType::F16 ? CUDA_R_16F : CUDA_R_16BF;
+  cuda::note_library_call("cublasGemmEx");
   check(cublasGemmEx(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
                      static_cast<int>(k), &alpha, w, dt, static_cast<int>(k), x, dt, static_cast<int>(k),
                      &beta, y, dt, static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
@@ -75,6 +77,7 @@ class CudaBenchTarget final : public BenchTarget {
         uint32_t* src = random_words(words, 1, ~0u, 0u);
         uint32_t* dst = alloc<uint32_t>(words);
         launch_ = [src, dst, words] {
+          cuda::note_library_call("cudaMemcpyAsync (device to device)");
           check(cudaMemcpyAsync(dst, src, words * 4, cudaMemcpyDeviceToDevice), "copy");
         };
         break;
@@ -173,8 +176,12 @@ class CudaBenchTarget final : public BenchTarget {
     }
     // One run before any sample, on a stream that is not held: a kernel's first launch loads its
     // module (CUDA loads them lazily) and cuBLAS sets itself up, and either may wait for the
-    // device, which a held stream would keep busy until the hold expired.
-    launch_();
+    // device, which a held stream would keep busy until the hold expired. Its launches are the case's.
+    {
+      const cuda::LaunchLog log;
+      launch_();
+      launches_ = log.launches();
+    }
     check(cudaDeviceSynchronize(), "preparing the benchmark");
   }
   ~CudaBenchTarget() override {
@@ -184,6 +191,7 @@ class CudaBenchTarget final : public BenchTarget {
   }
   CudaBenchTarget(const CudaBenchTarget&) = delete;
   CudaBenchTarget& operator=(const CudaBenchTarget&) = delete;
+  std::vector<cuda::KernelLaunch> launches() const override { return launches_; }
 
   // The events and launches are queued behind a held stream (cuda::StreamHold), so that only the
   // device's time lies between the events, never the host's launching. A launch that waited for the
@@ -217,6 +225,7 @@ class CudaBenchTarget final : public BenchTarget {
   uint32_t* sink_ = nullptr;
   std::vector<void*> allocs_;
   std::function<void()> launch_;
+  std::vector<cuda::KernelLaunch> launches_;
   quant::DequantArgs dq_{};
   quant::QuantArgs q_{};
   quant::PermuteArgs pm_{};

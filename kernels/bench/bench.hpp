@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/launch_log.hpp"
 #include "kernels/gemv/gemv.hpp"
 #include "kernels/quant/quant.hpp"
 #include "kernels/recipes/recipes.hpp"
@@ -70,6 +71,9 @@ class BenchTarget {
   virtual ~BenchTarget() = default;
   // One run, in seconds of device (or CPU) time; `cold` empties the L2 (or the CPU caches) first.
   virtual double time_once(bool cold) = 0;
+  // The kernels (and library calls) one run launches, in order, as the target's first run noted them;
+  // empty for the CPU twin.
+  virtual std::vector<cuda::KernelLaunch> launches() const { return {}; }
 };
 
 struct BenchSettings {
@@ -103,6 +107,7 @@ struct BenchRow {
   std::optional<double> speedup;  // over the matching baseline, when there is one
   std::string baseline;
   bool timed_out = false;
+  std::vector<cuda::KernelLaunch> launches;  // what one run launched (BenchTarget::launches)
 };
 
 // Progress and cancellation, shared with whoever started the run (the GUI's timing panel).

@@ -210,6 +210,7 @@ BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s
   r.cold = s.cold;
   r.stats = summarize(samples);
   r.timed_out = timed_out;
+  r.launches = target.launches();
   if (r.stats.median_s > 0) {
     r.gbps = c.bytes() / r.stats.median_s / 1e9;
     r.elements_per_s = c.elements() / r.stats.median_s;

@@ -17,6 +17,7 @@
 #include "fast.hpp"
 #include "kernels/bits/divide.hpp"
 #include "launch.hpp"
+#include "launch_note.cuh"
 
 namespace dql::cuda {
 
@@ -889,7 +890,7 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
       }
       switch (a.recipe) {
 #define DQL_PLAIN(ID) \
-  case R::ID: dequant_plain_kernel<R::ID, kPlainUnits><<<grid, kThreads>>>(a, shift); break;
+  case R::ID: run_kernel(dequant_plain_kernel<R::ID, kPlainUnits>, grid, kThreads, 0, a, shift); break;
         DQL_PLAIN(CutlassInt4F16)
         DQL_PLAIN(CutlassInt8F16)
         DQL_PLAIN(NaiveInt4F16)
@@ -909,12 +910,12 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
       const size_t pad =
           form != FtForm::Thread ? occupancy_cap_pad(kFtBlocksPerSm, kThreads * 8 * sizeof(uint4)) : 0;
       switch (a.recipe) {
-#define DQL_FT(ID)                                                          \
-  case R::ID:                                                               \
-    with_ft_form(form, ix.narrow, [&](auto f, auto narrow) {                \
-      dequant_ft_kernel<R::ID, decltype(f)::value, decltype(narrow)::value> \
-          <<<g, kThreads, pad>>>(a, ix.chunks, ix.group);                   \
-    });                                                                     \
+#define DQL_FT(ID)                                                                                           \
+  case R::ID:                                                                                                \
+    with_ft_form(form, ix.narrow, [&](auto f, auto narrow) {                                                 \
+      run_kernel(dequant_ft_kernel<R::ID, decltype(f)::value, decltype(narrow)::value>, g, kThreads, pad, a, \
+                 ix.chunks, ix.group);                                                                       \
+    });                                                                                                      \
     break;
         DQL_FT(FtInt4F16)
         DQL_FT(FtInt4Bf16)
@@ -933,11 +934,11 @@ std::string fast_dequant(const DequantArgs& a, bool wait) {
             dequant_awq_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kAwqSmem);
         if (raised != cudaSuccess)
           return std::string("dequantize could not be set up: ") + cudaGetErrorString(raised);
-        dequant_awq_tiled_kernel<<<static_cast<unsigned>(blocks), kThreads, kAwqSmem>>>(
-            a, kAwqSetWidth, bits::fixed_divisor(static_cast<uint32_t>(kAwqSetWidth * (a.k / kAwqTileK))),
-            bits::fixed_divisor(static_cast<uint32_t>(a.group)));
+        run_kernel(dequant_awq_tiled_kernel, static_cast<unsigned>(blocks), kThreads, kAwqSmem, a,
+                   kAwqSetWidth, bits::fixed_divisor(static_cast<uint32_t>(kAwqSetWidth * (a.k / kAwqTileK))),
+                   bits::fixed_divisor(static_cast<uint32_t>(a.group)));
       } else {
-        dequant_awq_kernel<<<blocks_for((a.n / 8) * awq_units(a.k)), kThreads>>>(a);
+        run_kernel(dequant_awq_kernel, blocks_for((a.n / 8) * awq_units(a.k)), kThreads, 0, a);
       }
       break;
   }
@@ -963,14 +964,14 @@ std::string launch_quant_wide(const quant::QuantArgs& a, uint32_t* qwords, uint1
     cluster.val.clusterDim.z = 1;
     cfg.attrs = &cluster;
     cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, quant_wide_kernel<S, 4, true>, a, qwords, scales, parts);
+    const cudaError_t e = run_kernel_ex(cfg, quant_wide_kernel<S, 4, true>, a, qwords, scales, parts);
     if (e != cudaSuccess)
       return std::string("quantize (a cluster per group) failed on the GPU: ") + cudaGetErrorString(e);
   } else if (a.group <= kHoldAll) {
-    quant_wide_kernel<S, 4, false><<<groups, wide_threads(a.group)>>>(a, qwords, scales, 1);
+    run_kernel(quant_wide_kernel<S, 4, false>, groups, wide_threads(a.group), 0, a, qwords, scales, 1);
   } else {
-    quant_wide_kernel<S, 0, false>
-        <<<groups, twice_threads(a.group, d.sms, d.l2_bytes)>>>(a, qwords, scales, 1);
+    run_kernel(quant_wide_kernel<S, 0, false>, groups, twice_threads(a.group, d.sms, d.l2_bytes), 0, a,
+               qwords, scales, 1);
   }
   return {};
 }
@@ -983,13 +984,14 @@ std::string fast_quant_plain(const quant::QuantArgs& a, uint32_t* qwords, uint16
   // from 32 to 256. Every other group (per channel over any K) takes the wide kernel.
   const bool wide = a.group > 256 || a.group < 32 || (a.group & (a.group - 1)) != 0;
   switch (a.scheme) {
-#define DQL_QUANT(S)                                                                                       \
-  case Scheme::S:                                                                                          \
-    if (wide) {                                                                                            \
-      if (std::string e = launch_quant_wide<Scheme::S>(a, qwords, scales, d); !e.empty()) return e;        \
-    } else {                                                                                               \
-      quant_segment_kernel<Scheme::S><<<blocks_for(a.n* a.k / kPerThread), kThreads>>>(a, qwords, scales); \
-    }                                                                                                      \
+#define DQL_QUANT(S)                                                                                         \
+  case Scheme::S:                                                                                            \
+    if (wide) {                                                                                              \
+      if (std::string e = launch_quant_wide<Scheme::S>(a, qwords, scales, d); !e.empty()) return e;          \
+    } else {                                                                                                 \
+      run_kernel(quant_segment_kernel<Scheme::S>, blocks_for(a.n* a.k / kPerThread), kThreads, 0, a, qwords, \
+                 scales);                                                                                    \
+    }                                                                                                        \
     break;
     DQL_QUANT(Int8Sym)
     DQL_QUANT(Int4Sym)
@@ -1011,8 +1013,9 @@ std::string fast_permute(const PermuteArgs& a, bool forward, bool wait) {
   if (!ix.fits) return ft_too_long("permute", a.k);
   const auto launch = [&](auto bits, auto fwd) {
     with_ft_form(form, ix.narrow, [&](auto f, auto narrow) {
-      permute_kernel<decltype(bits)::value, decltype(fwd)::value, decltype(f)::value, decltype(narrow)::value>
-          <<<g, kThreads>>>(a, ix.chunks);
+      run_kernel(permute_kernel<decltype(bits)::value, decltype(fwd)::value, decltype(f)::value,
+                                decltype(narrow)::value>,
+                 g, kThreads, 0, a, ix.chunks);
     });
   };
   using Int4 = std::integral_constant<int, 4>;

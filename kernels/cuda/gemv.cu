@@ -18,6 +18,7 @@
 #include "gemv_io.cuh"
 #include "kernels/gemv/split.hpp"
 #include "launch.hpp"
+#include "launch_note.cuh"
 
 namespace dql::cuda {
 
@@ -550,7 +551,8 @@ std::string launch_slice(const GemvLaunch& Lc, const Workspace& ws, bool wait) {
   FtArgs a{ft_io(Lc, ws), static_cast<int>((Lc.p.m + 8 * NT - 1) / (8 * NT))};
   constexpr int kTileChannels = 16 * kSliceWarps;
   const int64_t blocks = a.mchunks * ((a.n + kTileChannels - 1) / kTileChannels) * (a.k / S::KSTEP / L);
-  ft_slice_kernel<BITS, WPT, T, NAIVE, NT, L><<<static_cast<unsigned>(blocks), kSliceWarps * 32>>>(a);
+  run_kernel(ft_slice_kernel<BITS, WPT, T, NAIVE, NT, L>, static_cast<unsigned>(blocks), kSliceWarps * 32, 0,
+             a);
   return status("the mixed-GEMM GEMV kernel", wait);
 }
 
@@ -1201,7 +1203,7 @@ std::string launch_settle(const Out& o, float* sums) {
   }
   const int64_t per_block = by_run ? settle_channels<MAXM>() : kSettleThreads;
   DependentLaunch d((o.n + per_block - 1) / per_block, kSettleThreads, 0);
-  if (const cudaError_t e = cudaLaunchKernelEx(&d.cfg, settle, o, sums); e != cudaSuccess)
+  if (const cudaError_t e = run_kernel_ex(d.cfg, settle, o, sums); e != cudaSuccess)
     return std::string("the GEMV's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
   return {};
 }
@@ -1231,13 +1233,13 @@ std::string launch_bulk_spg(const GemvLaunch& L, const Workspace& ws, bool wait)
   const size_t smem = NT == 1 ? std::max(ring, occupancy_cap_bytes(kOneTileBlocksPerSm, 0)) : ring;
   if constexpr (XS) {
     const int64_t vecs = a.m * (a.k / 8);
-    stage_x_kernel<<<static_cast<unsigned>(std::min<int64_t>((vecs + 255) / 256, 4 * L.sms)), 256>>>(
-        a.x, ws.xs, a.k, static_cast<int>(a.m), B::KU, B::kPitch);
+    run_kernel(stage_x_kernel, static_cast<unsigned>(std::min<int64_t>((vecs + 255) / 256, 4 * L.sms)), 256,
+               0, a.x, ws.xs, a.k, static_cast<int>(a.m), B::KU, B::kPitch);
   }
   // The product kernel: a programmatic dependent of stage_x_kernel where that ran.
   const auto product = [&](auto kernel, int64_t blocks) {
     DependentLaunch d(blocks, kSliceWarps * 32, smem, XS);  // without XS nothing before it to overlap
-    const cudaError_t e = cudaLaunchKernelEx(&d.cfg, kernel, a, wmap, smap);
+    const cudaError_t e = run_kernel_ex(d.cfg, kernel, a, wmap, smap);
     return e == cudaSuccess
                ? std::string()
                : std::string("the mixed-GEMM GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
@@ -1797,7 +1799,8 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const auto kernel = plan.other ? instance(std::true_type{}) : instance(std::false_type{});
   const size_t shared =
       static_cast<size_t>(plan.other ? kLaneFormTimes<T> : 1) * static_cast<size_t>(g.shared_bytes);
-  kernel<<<grid, W * 32, shared>>>(ft_io(L, ws), static_cast<int>(g.per), static_cast<int>(g.per_row));
+  run_kernel(kernel, grid, W * 32, shared, ft_io(L, ws), static_cast<int>(g.per),
+             static_cast<int>(g.per_row));
   return status("the one-row W4A16 kernel", wait);
 }
 
@@ -2455,22 +2458,21 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
   WalkArgs a{ft_io(L, ws), reinterpret_cast<const uint4*>(ws.xs),
              reinterpret_cast<const float4*>(ws.xs + MT * gemv::kWalkRows * L.w.k),
              static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep / SPS))};
-  walk_x_kernel<T><<<dim3(static_cast<unsigned>(L.w.k / gemv::kWalkStep), MT), 256>>>(
-      a.x, a.m, a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>, N8);
+  run_kernel(walk_x_kernel<T>, dim3(static_cast<unsigned>(L.w.k / gemv::kWalkStep), MT), 256, 0, a.x, a.m,
+             a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>, N8);
   // Held to walk_blocks blocks a multiprocessor by unused shared memory.
   const size_t smem =
       std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(walk_blocks<G64, SPS, MT, N8>, 0));
   const int64_t blocks =
       std::min<int64_t>(a.units, int64_t{bulk_blocks_per_sm(fit, kernel, smem, kWalkThreads)} * L.sms);
   DependentLaunch walk(blocks, kWalkThreads, smem);
-  if (const cudaError_t e = cudaLaunchKernelEx(&walk.cfg, kernel, a, wmap); e != cudaSuccess)
+  if (const cudaError_t e = run_kernel_ex(walk.cfg, kernel, a, wmap); e != cudaSuccess)
     return std::string("the W4A16 walk of 2 to 32 rows failed on the GPU: ") + cudaGetErrorString(e);
   // Its outputs by walk_settle_kernel, as its programmatic dependent (against the copy-engine ring's
   // settling kernel, 1.0-3.0 us less).
   DependentLaunch settle(a.n / kWalkSettleChannels, 256, 0);
   settle.cfg.gridDim.y = MT;
-  if (const cudaError_t e = cudaLaunchKernelEx(&settle.cfg, walk_settle_kernel<T>, a.out, a.sums);
-      e != cudaSuccess)
+  if (const cudaError_t e = run_kernel_ex(settle.cfg, walk_settle_kernel<T>, a.out, a.sums); e != cudaSuccess)
     return std::string("the W4A16 walk's settling kernel failed on the GPU: ") + cudaGetErrorString(e);
   return status("the W4A16 walk of 2 to 32 rows (copy engine)", wait);
 }
@@ -2742,7 +2744,7 @@ std::string launch_wide_bm(const GemvLaunch& L, const Workspace& ws, bool wait) 
   WideArgs a{ft_io(L, ws), 1};
   const int64_t tiles = (a.m + BM - 1) / BM * (a.n / kWideChannels);
   a.parts = static_cast<int>(gemv::wide_runs(tiles, a.k / 64, L.sms));
-  wide_kernel<T, NAIVE, BM><<<static_cast<unsigned>(tiles * a.parts), kWideWarps * 32, S::kSmem>>>(a);
+  run_kernel(wide_kernel<T, NAIVE, BM>, static_cast<unsigned>(tiles * a.parts), kWideWarps * 32, S::kSmem, a);
   return status("the wide GEMM kernel", wait);
 }
 
@@ -2990,15 +2992,15 @@ std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait)
   const bool dependent = L.cc >= 90 && waits;
   DependentLaunch d(gx, kWarps * 32, 0, dependent);
   d.cfg.gridDim = dim3(gx, static_cast<unsigned>(slices));
-  const cudaError_t e = L.p.m <= 8 ? cudaLaunchKernelEx(&d.cfg, online_kernel<WPT, T, 1>, a)
-                                   : cudaLaunchKernelEx(&d.cfg, online_kernel<WPT, T, 2>, a);
+  const cudaError_t e = L.p.m <= 8 ? run_kernel_ex(d.cfg, online_kernel<WPT, T, 1>, a)
+                                   : run_kernel_ex(d.cfg, online_kernel<WPT, T, 2>, a);
   if (e != cudaSuccess)
     return std::string("the online int8 GEMV kernel failed on the GPU: ") + cudaGetErrorString(e);
   if (slices == 1) return status("the online int8 GEMV kernel", wait);
   if (std::string err = status("the online int8 GEMV kernel", false); !err.empty()) return err;
   DependentLaunch s((o.m * o.n + 255) / 256, 256, 0, dependent);
   if (const cudaError_t f =
-          cudaLaunchKernelEx(&s.cfg, online_settle_kernel<T>, static_cast<const float*>(ws.parts), slices, o);
+          run_kernel_ex(s.cfg, online_settle_kernel<T>, static_cast<const float*>(ws.parts), slices, o);
       f != cudaSuccess)
     return std::string("the online int8 GEMV's slice sums failed on the GPU: ") + cudaGetErrorString(f);
   return status("the online int8 GEMV's slice sums", wait);
@@ -3007,7 +3009,7 @@ std::string launch_online_t(const GemvLaunch& L, const Workspace& ws, bool wait)
 std::string launch_online(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const ActQuantArgs q{L.p.x, L.p.m, L.w.k, L.w.group, L.p.dtype, ws.aq, ws.ab};
   const int64_t warps = L.p.m * (L.w.k / L.w.group);
-  act_quant_kernel<<<static_cast<unsigned>((warps * 32 + 255) / 256), 256>>>(q);
+  run_kernel(act_quant_kernel, static_cast<unsigned>((warps * 32 + 255) / 256), 256, 0, q);
   std::string e = status("activation quantization", false);
   if (!e.empty()) return e;
   const bool f16 = L.p.dtype == OutType::F16;
@@ -3711,9 +3713,9 @@ std::string launch_awq_lane_form(const GemvLaunch& L, const Workspace& ws, bool 
   a.sums = ws.sums, a.counters = ws.counters;
   const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, 64 * W, awq_lane_resident<MT, W, NT>(L));
   a.steps_per_warp = static_cast<int>(grid.steps_per_warp);
-  awq_lane_kernel<MT, W, NT>
-      <<<dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)), kAwqLaneWarps * 32>>>(
-          a);
+  run_kernel(awq_lane_kernel<MT, W, NT>,
+             dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)), kAwqLaneWarps * 32,
+             0, a);
   return status("the AWQ lane kernel", wait);
 }
 
@@ -3749,7 +3751,8 @@ std::string launch_in_slices(void (*kernel)(Args), Fit& fit, Args& a, int Args::
   const int units_per = static_cast<int>(per_slice(int64_t{bulk_blocks_per_sm(fit, kernel, 0)} * L.sms));
   a.*per = units_per;
   a.slices = static_cast<int>((units + units_per - 1) / units_per);
-  kernel<<<dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kSliceWarps * 32>>>(a);
+  run_kernel(kernel, dim3(static_cast<unsigned>(bx), static_cast<unsigned>(a.slices)), kSliceWarps * 32, 0,
+             a);
   return status(what, wait);
 }
 
@@ -3816,11 +3819,11 @@ std::string launch_awq(const GemvLaunch& L, const Workspace& ws, bool wait) {
   if (a.m == 1) {
     const dim3 grid = slice(1);
     if (int64_t{grid.x} * grid.y >= 2 * int64_t{L.sms}) {
-      awq_kernel<1><<<grid, kAwqThreads>>>(a);
+      run_kernel(awq_kernel<1>, grid, kAwqThreads, 0, a);
       return status("the AWQ GEMV kernel", wait);
     }
   }
-  awq_kernel<4><<<slice((a.m + 3) / 4), kAwqThreads>>>(a);
+  run_kernel(awq_kernel<4>, slice((a.m + 3) / 4), kAwqThreads, 0, a);
   return status("the AWQ GEMV kernel", wait);
 }
 
@@ -4053,9 +4056,9 @@ std::string gemv_epilogue(const GemvLaunch& L, bool wait) {
   const Out o{L.y, L.p.bias, L.p.epi, L.p.m, L.w.n};
   const unsigned blocks = static_cast<unsigned>((o.m * o.n + 255) / 256);
   if (L.p.dtype == OutType::F16) {
-    epilogue_kernel<OutType::F16><<<blocks, 256>>>(o);
+    run_kernel(epilogue_kernel<OutType::F16>, blocks, 256, 0, o);
   } else {
-    epilogue_kernel<OutType::BF16><<<blocks, 256>>>(o);
+    run_kernel(epilogue_kernel<OutType::BF16>, blocks, 256, 0, o);
   }
   return status("the epilogue kernel", wait);
 }

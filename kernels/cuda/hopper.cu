@@ -38,6 +38,7 @@
 #include "gemv_io.cuh"
 #include "kernels/gemv/split.hpp"
 #include "kernels/quant/quant.hpp"
+#include "launch_note.cuh"
 #include "wgmma.cuh"
 
 namespace dql::cuda::io {
@@ -509,7 +510,7 @@ std::optional<std::string> launch_bn(const FtIo& io, int sms, bool wait) {
   cluster[0].val.clusterDim.z = 1;
   cfg.attrs = cluster;
   cfg.numAttrs = 1;
-  return status(cudaLaunchKernelEx(&cfg, kernel, a, xmap, wmap, smap), wait);
+  return status(run_kernel_ex(cfg, kernel, a, xmap, wmap, smap), wait);
 }
 
 // The instance for `rows` (gemv::hopper_rows: a multiple of 16 from 48 to 256), found from 48 up.

@@ -8,6 +8,7 @@
 
 #include "kernels/recipes/reference.hpp"
 #include "launch.hpp"
+#include "launch_note.cuh"
 
 namespace dql::cuda {
 
@@ -38,7 +39,7 @@ template <class Args, void (*Item)(const Args&, int64_t)>
 std::string launch_items(const Args& a, int64_t n, const char* what, bool wait) {
   if (n <= 0) return {};
   const int64_t blocks = (n + 255) / 256;
-  items_kernel<Args, Item><<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256>>>(a, n);
+  run_kernel(items_kernel<Args, Item>, static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256, 0, a, n);
   return wait ? finish(what) : queued(what);
 }
 
@@ -151,7 +152,7 @@ size_t occupancy_cap_bytes(int blocks, size_t static_bytes) {
 }
 
 std::string launch_l2_flush(const void* buffer, size_t chunks, uint32_t* sink) {
-  flush_kernel<<<1024, 256>>>(static_cast<const uint4*>(buffer), chunks, sink);
+  run_kernel(flush_kernel, 1024, 256, 0, static_cast<const uint4*>(buffer), chunks, sink);
   return queued("the L2 flush");
 }
 
@@ -171,7 +172,7 @@ std::string StreamHold::hold(double timeout_s) {
   reinterpret_cast<volatile uint32_t*>(host_)[0] = 0u;
   reinterpret_cast<volatile uint32_t*>(host_)[1] = 0u;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  hold_kernel<<<1, 1>>>(device_, static_cast<uint64_t>(timeout_s * 1e9));
+  run_kernel(hold_kernel, 1, 1, 0, device_, static_cast<uint64_t>(timeout_s * 1e9));
   return queued("the benchmark's stream hold");
 }
 void StreamHold::release() {
@@ -185,12 +186,13 @@ bool StreamHold::timed_out() const {
 std::string launch_fill(uint32_t* p, size_t n, uint64_t seed, uint32_t and_mask, uint32_t or_mask) {
   if (n == 0) return {};
   const size_t blocks = (n + 255) / 256;
-  fill_kernel<<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256>>>(p, n, seed, and_mask, or_mask);
+  run_kernel(fill_kernel, static_cast<unsigned>(blocks < 65536 ? blocks : 65536), 256, 0, p, n, seed,
+             and_mask, or_mask);
   return finish("fill");
 }
 
 std::string launch_trace(recipes::RecipeId id, uint32_t reg, uint32_t absmax, uint32_t* values, int* count) {
-  trace_kernel<<<1, 1>>>(id, reg, absmax, values, count);
+  run_kernel(trace_kernel, 1, 1, 0, id, reg, absmax, values, count);
   return finish("trace");
 }
 
@@ -202,7 +204,7 @@ std::string launch_verify(recipes::RecipeId id, unsigned long long* counts) {
   using R = recipes::RecipeId;
   switch (id) {
 #define DQL_VERIFY(ID) \
-  case R::ID: verify_kernel<R::ID><<<blocks, 256>>>(counts); break;
+  case R::ID: run_kernel(verify_kernel<R::ID>, blocks, 256, 0, counts); break;
     DQL_VERIFY(AwqInt4F16)
     DQL_VERIFY(FtInt4F16)
     DQL_VERIFY(FtUint8F16)

@@ -20,13 +20,16 @@
 #include "kernels/backend/backend.hpp"
 #include "kernels/backend/device_array.hpp"
 #include "kernels/backend/host_steps.hpp"
+#include "kernels/bench/engine.hpp"
 #include "kernels/bits/arith.hpp"
 #include "kernels/bits/lop3.hpp"
 #include "kernels/bits/prmt.hpp"
 #include "kernels/cuda/gemv.hpp"
 #include "kernels/cuda/launch.hpp"
+#include "kernels/cuda/launch_log.hpp"
 #include "kernels/gemv/split.hpp"
 #include "kernels/recipes/catalog.hpp"
+#include "kernels/sass/sass.hpp"
 
 using namespace dql;
 using gpu_test::Prim;
@@ -139,6 +142,28 @@ std::unique_ptr<Backend> open_gpu() {
   auto gpu = make_cuda_backend(&why);
   REQUIRE_MESSAGE(gpu != nullptr, why);
   return gpu;
+}
+
+// The template arguments of the kernel `base` in a launch's signature ("void ...ft_lane_kernel<a, b>(...)"
+// gives {"a", "b"}); none where the signature names another kernel.
+std::vector<std::string> template_args(const std::string& signature, const std::string& base) {
+  const std::string name = sass::short_name(signature);
+  std::vector<std::string> args;
+  if (name.rfind(base + "<", 0) != 0 || name.back() != '>') return args;
+  std::string cur;
+  int depth = 0;
+  for (size_t i = base.size() + 1; i + 1 < name.size(); ++i) {
+    const char ch = name[i];
+    depth += ch == '<' || ch == '(' ? 1 : (ch == '>' || ch == ')' ? -1 : 0);
+    if (ch == ',' && depth == 0) {
+      args.push_back(cur);
+      cur.clear();
+    } else if (!(ch == ' ' && cur.empty())) {
+      cur += ch;
+    }
+  }
+  args.push_back(cur);
+  return args;
 }
 
 // The properties of the device the backend opens (DeviceGemv launches for it).
@@ -1262,7 +1287,16 @@ TEST_CASE("gemv: one row on the lane form's other forms (fp16's sums unmet, bf16
             d.launch.sms = kSms;
             if (!calls[at].room) d.launch.block_shared_most = 0;
             other[at] = cuda::gemv_lane_other_form(d.launch);
+            const cuda::LaunchLog log;
             check_launch(d, *cpu, q, r);
+            // The query tells what the launch did: the one lane kernel, the other form's flag (the unmet
+            // sums for fp16, the staged scales for bf16) as the query says.
+            REQUIRE(log.launches().size() == 1);
+            const std::vector<std::string> args = template_args(log.launches()[0].name, "ft_lane_kernel");
+            REQUIRE(args.size() == 7);
+            CHECK(args[1] == (calls[at].path == gemv::Path::Naive ? "true" : "false"));
+            CHECK(args[t == OutType::F16 ? 5 : 6] == (other[at] ? "true" : "false"));
+            CHECK(args[t == OutType::F16 ? 6 : 5] == "false");
             y[at] = d.y.to_host();
           }
           // bf16 X stages its scales for groups of 128 only; with no room, and on the naive conversion, the
@@ -1567,6 +1601,81 @@ TEST_CASE("gemv: NF4 with one row of X where K ends inside a step and N inside a
                   static_cast<long long>(c.n), static_cast<long long>(c.k), special, nf.unlike, nf.nans);
       CHECK(nf.unlike == 0);
       CHECK(!std::isfinite(ref[0]));
+    }
+  }
+}
+
+TEST_CASE("launches: each bench case's run names the kernels it launched, as the SASS view names them") {
+  // A bench target notes the launches of its first run (cuda::LaunchLog at every launch site). Each
+  // dequant, quant and permute kernel launched must be one the SASS view files under the case's own bench
+  // name (sass::bench_name of its short name); the GEMV cases launch the kernels their launchers are known
+  // to pick, cuBLAS and the copy are library calls.
+  auto gpu = open_gpu();
+  const cudaDeviceProp prop = device_prop();
+  const int cc = 10 * prop.major + prop.minor;
+  const auto names = [](const std::vector<cuda::KernelLaunch>& ls) {
+    std::string s;
+    for (const auto& l : ls) s += (s.empty() ? "" : " + ") + (l.library ? l.name : sass::short_name(l.name));
+    return s;
+  };
+  const auto launched = [&](const BenchCase& c) {
+    const std::vector<cuda::KernelLaunch> ls = gpu->bench_target(c)->launches();
+    std::printf("%s %s: %s\n", c.kernel_name().c_str(), c.shape_name().c_str(), names(ls).c_str());
+    for (const auto& l : ls) {
+      if (l.library) continue;
+      // A demangled kernel signature, not kernel_signature's fallback for a kernel the runtime cannot name.
+      CHECK(l.name.rfind("a kernel at ", 0) != 0);
+      CHECK(l.name.find("_kernel") != std::string::npos);
+      CHECK(l.name.back() == ')');
+      CHECK(int64_t{l.grid[0]} * l.grid[1] * l.grid[2] > 0);
+      CHECK(int64_t{l.block[0]} * l.block[1] * l.block[2] > 0);
+    }
+    return ls;
+  };
+  int standalone = 0;
+  for (const BenchCase& c : bench_cases_for({{1024, 2048}}, 128, {1})) {
+    if (c.kind == BenchKind::Gemv) continue;
+    CAPTURE(c.kernel_name());
+    const auto ls = launched(c);
+    REQUIRE_FALSE(ls.empty());
+    for (const auto& l : ls) {
+      CHECK_FALSE(l.library);
+      CHECK(sass::bench_name(sass::short_name(l.name)) == c.kernel_name());
+    }
+    ++standalone;
+  }
+  CHECK(standalone >= 20);
+
+  BenchCase copy;
+  copy.kind = BenchKind::Copy;
+  copy.copy_bytes = int64_t{1} << 20;
+  const auto cl = launched(copy);
+  REQUIRE(cl.size() == 1);
+  CHECK(cl[0].library);
+  CHECK(cl[0].name == "cudaMemcpyAsync (device to device)");
+
+  for (const BenchCase& c : gemv_bench_cases({{4096, 4096}}, {1, 16}, 128, {recipes::OutType::F16})) {
+    CAPTURE(c.kernel_name());
+    CAPTURE(c.shape_name());
+    const auto ls = launched(c);
+    REQUIRE_FALSE(ls.empty());
+    const bool int4_ft = c.layout == quant::Layout::Ft && c.scheme == quant::Scheme::Int4Sym;
+    if (c.path == gemv::Path::Cublas) {
+      REQUIRE(ls.size() == 1);
+      CHECK(ls[0].library);
+      CHECK(ls[0].name == "cublasGemmEx");
+    } else if (int4_ft && c.m == 1) {  // the one-row lane kernel, the naive conversion as its flag says
+      REQUIRE(ls.size() == 1);
+      const auto args = template_args(ls[0].name, "ft_lane_kernel");
+      REQUIRE(args.size() == 7);
+      CHECK(args[1] == (c.path == gemv::Path::Naive ? "true" : "false"));
+    } else if (int4_ft && cc == 90 && c.takes_ring()) {  // the walk: X laid out, the walk, its settling
+      REQUIRE(ls.size() == 3);
+      CHECK(sass::short_name(ls[0].name).rfind("walk_x_kernel<", 0) == 0);
+      CHECK(sass::short_name(ls[1].name).rfind("ft_walk16_kernel<", 0) == 0);
+      CHECK(sass::short_name(ls[2].name).rfind("walk_settle_kernel<", 0) == 0);
+    } else {
+      for (const auto& l : ls) CHECK_FALSE(l.library);
     }
   }
 }
