@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "app/common/bench_report.hpp"
 #include "app/common/parse.hpp"
@@ -159,10 +160,12 @@ TEST_CASE("bench report: JSON rows, CSV and durations") {
   CHECK_FALSE(dj.contains("sm_clock_mhz"));  // no clocks read
   const std::string csv = front::bench_csv({r});
   CHECK(csv.rfind("kernel,shape,samples,median_us,noise,min_us,max_us,gbps,pct_of_copy,speedup,baseline,cold,"
-                  "backend\n",
+                  "backend,launched\n",
                   0) == 0);
   CHECK(csv.find("dequant/awq-int4-fp16,64x128 g128,30,12.0000,0.01000,") != std::string::npos);
-  CHECK(csv.find(",2.5000,naive-int4-fp16,cold,cpu\n") != std::string::npos);
+  CHECK(csv.find(",2.5000,naive-int4-fp16,cold,cpu,\"\"\n") !=
+        std::string::npos);  // the CPU twin: no launches
+  CHECK(j["rows"][0]["launches"] == nlohmann::json::array());
   CHECK(front::format_duration(12.345) == "12.35 us");
   CHECK(front::format_duration(1234.0) == "1.234 ms");
   CHECK(front::format_duration(2.5e6) == "2.500 s");
@@ -229,6 +232,146 @@ TEST_CASE("bench report: A/B comparison verdicts and bad files") {
                            .c_str(),
                        Error);
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// The one-row kernel's launch as the runtime names it (the symbol demangled).
+cuda::KernelLaunch lane_launch(bool other) {
+  cuda::KernelLaunch l;
+  l.name = std::string(
+               "void dql::cuda::(anonymous namespace)::ft_lane_kernel<(dql::recipes::OutType)0, false, 16, "
+               "true, false, ") +
+           (other ? "true" : "false") + ", false>(dql::cuda::io::FtIo, int, int)";
+  l.grid = {66, 2, 1};
+  l.block = {512, 1, 1};
+  l.shared_bytes = 24576;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("launch log: the innermost open log on the thread notes the launches, none where none is open") {
+  CHECK_FALSE(cuda::launch_log_open());
+  cuda::note_library_call("cublasGemmEx");  // no log: noted nowhere, and no harm
+  {
+    const cuda::LaunchLog outer;
+    CHECK(cuda::launch_log_open());
+    cuda::note_launch(lane_launch(false));
+    {
+      const cuda::LaunchLog inner;
+      cuda::note_library_call("cublasGemmEx");
+      REQUIRE(inner.launches().size() == 1);
+      CHECK(inner.launches()[0].library);
+      CHECK(inner.launches()[0].name == "cublasGemmEx");
+    }
+    cuda::note_launch(lane_launch(true));  // the inner log closed: the outer one again
+    REQUIRE(outer.launches().size() == 2);
+    CHECK_FALSE(outer.launches()[0].library);
+    CHECK(outer.launches()[1].name == lane_launch(true).name);
+    // Another thread has no log open of its own.
+    bool other_thread_open = true;
+    std::thread([&] { other_thread_open = cuda::launch_log_open(); }).join();
+    CHECK_FALSE(other_thread_open);
+  }
+  CHECK_FALSE(cuda::launch_log_open());
+}
+
+TEST_CASE("bench report: what a row launched, in the table's lines, the JSON and the CSV") {
+  const cuda::KernelLaunch lane = lane_launch(true);
+  CHECK(front::launch_text(lane) ==
+        "ft_lane_kernel<fp16, false, 16, true, false, true, false>: grid 66x2, block 512, 24 KiB shared");
+  const cuda::KernelLaunch gemm{
+      "void dql::cuda::io::hopper_gemm_kernel<128, 64>(Args, CUtensorMap, CUtensorMap, CUtensorMap)",
+      false,
+      {264, 1, 1},
+      {384, 1, 1},
+      {2, 1, 1},
+      1536 + 200 * 1024};
+  CHECK(front::launch_text(gemm) ==
+        "io::hopper_gemm_kernel<128, 64>: grid 264, block 384, cluster 2, 201.5 KiB shared");
+  const cuda::KernelLaunch tiny{
+      "void dql::cuda::(anonymous namespace)::trace_kernel(int)", false, {1, 1, 1}, {1, 1, 1}, {}, 0};
+  CHECK(front::launch_text(tiny) == "trace_kernel: grid 1, block 1");  // no shared memory: not said
+  cuda::KernelLaunch blas;
+  blas.name = "cublasGemmEx";
+  blas.library = true;
+  CHECK(front::launch_text(blas) == "cublasGemmEx (cuBLAS launches its own kernels)");
+
+  const nlohmann::json lj = front::launch_json(lane);
+  CHECK(lj["kernel"] == "ft_lane_kernel<fp16, false, 16, true, false, true, false>");
+  CHECK(lj["signature"] == lane.name);
+  CHECK(lj["grid"] == nlohmann::json::array({66, 2, 1}));
+  CHECK(lj["block"] == nlohmann::json::array({512, 1, 1}));
+  CHECK(lj["shared_bytes"] == 24576);
+  CHECK_FALSE(lj.contains("cluster"));
+  CHECK(front::launch_json(gemm)["cluster"] == nlohmann::json::array({2, 1, 1}));
+  CHECK(front::launch_json(blas) == nlohmann::json{{"library_call", "cublasGemmEx"}});
+
+  BenchRow r = row("gemv/w4a16-ft-fp16", "M=1 28672x8192 g128", 46e-6, 0.01);
+  r.backend = "cuda";
+  r.launches = {lane};
+  BenchRow b = row("gemv/cublas-fp16", "M=1 28672x8192", 160e-6, 0.01);
+  b.backend = "cuda";
+  b.launches = {blas, tiny};
+  const nlohmann::json j = report({r, b}, "gpu");
+  REQUIRE(j["rows"][0]["launches"].size() == 1);
+  CHECK(j["rows"][0]["launches"][0] == lj);
+  CHECK(j["rows"][1]["launches"][0]["library_call"] == "cublasGemmEx");
+  const std::string csv = front::bench_csv({r, b});
+  CHECK(csv.find(",cold,cuda,\"ft_lane_kernel<fp16, false, 16, true, false, true, false>\"\n") !=
+        std::string::npos);
+  CHECK(csv.find(",cold,cuda,\"cublasGemmEx + trace_kernel\"\n") != std::string::npos);
+}
+
+TEST_CASE("SASS view times: a GPU's row counts for the kernel it launched, a CPU row under the bench name") {
+  // Two instances of the lane kernel in the listing; one GPU row launched the other form.
+  sass::Function plain, other;
+  plain.demangled = lane_launch(false).name;
+  other.demangled = lane_launch(true).name;
+  sass::Function ft;  // a dequant kernel, filed under its bench name
+  ft.demangled =
+      "void dql::cuda::(anonymous namespace)::dequant_ft_kernel<(dql::recipes::RecipeId)1, 0, false>("
+      "dql::quant::DequantArgs, long, int)";
+  ft.bench = "dequant/ft-int4-fp16";
+  BenchRow gpu = row("gemv/w4a16-ft-fp16", "M=1 28672x8192 g128", 46e-6, 0.01);
+  gpu.launches = {lane_launch(true)};
+  BenchRow cpu = row("dequant/ft-int4-fp16", "8192x8192 g128", 9e-3, 0.01);  // the CPU twin: no launches
+  BenchRow gpu_ft = row("dequant/ft-int4-fp16", "4096x4096 g128", 12e-6, 0.01);
+  cuda::KernelLaunch sibling;  // another form of the same recipe's kernel
+  sibling.name =
+      "void dql::cuda::(anonymous namespace)::dequant_ft_kernel<(dql::recipes::RecipeId)1, 2, false>("
+      "dql::quant::DequantArgs, long, int)";
+  gpu_ft.launches = {sibling};
+  const std::vector<BenchRow> rows = {gpu, cpu, gpu_ft};
+  CHECK(front::rows_timing(rows, plain).empty());
+  const auto o = front::rows_timing(rows, other);
+  REQUIRE(o.size() == 1);
+  CHECK(o[0] == &rows[0]);
+  const auto f = front::rows_timing(rows, ft);  // the CPU row by name; not the GPU row of its sibling
+  REQUIRE(f.size() == 1);
+  CHECK(f[0] == &rows[1]);
+}
+
+TEST_CASE("bench report: a comparison marks rows whose runs launched other kernels") {
+  BenchRow plain = row("gemv/w4a16-ft-fp16", "M=1 28672x8192 g128", 46e-6, 0.01);
+  plain.launches = {lane_launch(false)};
+  BenchRow other = plain;
+  other.launches = {lane_launch(true)};
+  BenchRow unlisted = plain;  // a file from before rows listed their launches
+  unlisted.launches.clear();
+  const auto marked = [](const BenchRow& a, const BenchRow& b) {
+    return front::compare_bench(report({a}, "A"), report({b}, "B")).rows.at(0).other_kernels;
+  };
+  CHECK_FALSE(marked(plain, plain));
+  CHECK(marked(plain, other));
+  CHECK_FALSE(marked(plain, unlisted));
+  CHECK_FALSE(marked(unlisted, other));
+  // A hand-edited file whose launches hold values of other types: compared, not thrown on.
+  nlohmann::json odd = report({plain}, "odd");
+  odd["rows"][0]["launches"] = nlohmann::json::array({5, {{"kernel", 7}}});
+  const front::Comparison c = front::compare_bench(report({plain}, "A"), odd);
+  CHECK(c.rows.at(0).other_kernels);
 }
 
 TEST_CASE("parsing numbers: too long for 64 bits is out of range, not 'not a whole number'") {

@@ -401,6 +401,7 @@ TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing tw
     CHECK(row["median_us"].get<double>() > 0);
     CHECK(row["samples"].get<int>() >= 25);
     CHECK(row["backend"] == "cpu");
+    CHECK(row["launches"] == nlohmann::json::array());  // the CPU twin launches no kernels
   }
   CHECK(j["rows"][0]["baseline"] == "naive-int4-fp16");
   CHECK(j["device"]["backend"] == "cpu");
@@ -408,6 +409,14 @@ TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing tw
   std::string header;
   std::getline(cf, header);
   CHECK(header.rfind("kernel,shape,samples,median_us,noise", 0) == 0);
+  CHECK(header.find(",backend,launched") != std::string::npos);
+  // --launches lists each row's under the table: none on the CPU twin, and it says so.
+  const Run listed = run(
+      "bench --backend cpu --warm --shape 64x256 --kernel 'dequant/ft-int4-fp16' --timeout 0.1 --launches");
+  REQUIRE(listed.status == 0);
+  CHECK(listed.out.find("what each row launched") != std::string::npos);
+  CHECK(listed.out.find("dequant/ft-int4-fp16 64x256 g128\n  the CPU twin (no kernels)\n") !=
+        std::string::npos);
   const Run same = run("bench --compare " + d + "/a.json " + d + "/a.json");
   REQUIRE(same.status == 0);
   CHECK(same.out.find("SAME") != std::string::npos);

@@ -267,6 +267,7 @@ TEST_CASE("gemv: X as [K], float16 or float64, and the human table") {
     const auto j = run_json(gemv_args(q, d + "/" + name + ".npy", d + "/y_" + name + ".npy", "--json"));
     CHECK(j["m"] == 1);
     CHECK(!j.contains("rel_l2"));
+    CHECK(j["launches"] == nlohmann::json::array());  // the CPU twin: no kernels
   }
   CHECK(read_npy(d + "/y_x32.npy").shape == std::vector<int64_t>{1, N});
   CHECK(bytes_of(d + "/y_x32.npy") == bytes_of(d + "/y_x16.npy"));
@@ -277,6 +278,7 @@ TEST_CASE("gemv: X as [K], float16 or float64, and the human table") {
   CHECK(r.out.find("CPU twin") != std::string::npos);
   CHECK(r.out.find("int4-sym group 128, ft layout") != std::string::npos);
   CHECK(r.out.find("relative L2 error") != std::string::npos);
+  CHECK(r.out.find("launched") == std::string::npos);  // a GPU's call lists its kernels; the twin has none
   CHECK(r.out.find("wrote " + d + "/y.npy ([3, 64] float16)") != std::string::npos);
 }
 

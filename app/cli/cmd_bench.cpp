@@ -41,11 +41,19 @@ void compare(const std::string& a_path, const std::string& b_path) {
   fmt::print("A: {}\nB: {}\n", c.a_device, c.b_device);
   fmt::print("{:<26} {:<22} {:>12} {:>12} {:>8}  {}\n", "kernel", "shape", "A median", "B median", "A/B",
              "verdict");
+  bool other = false;
   for (const front::CompareRow& r : c.rows) {
-    fmt::print("{:<26} {:<22} {:>12} {:>12} {:>7.3f}x  {}\n", r.kernel, r.shape,
-               front::format_duration(r.a_us), front::format_duration(r.b_us), r.ratio, r.verdict);
+    fmt::print("{:<26} {:<22} {:>12} {:>12} {:>7.3f}x  {}{}\n", r.kernel, r.shape,
+               front::format_duration(r.a_us), front::format_duration(r.b_us), r.ratio, r.verdict,
+               r.other_kernels ? " *" : "");
+    other = other || r.other_kernels;
   }
   fmt::print("A/B > 1: B is faster; SAME when the difference is within the two runs' noise together\n");
+  if (other) {
+    fmt::print(
+        "*: A and B launched other kernels for the row (another build, or the launcher chose otherwise on "
+        "the other device): their \"launches\" say which\n");
+  }
 }
 
 // --gemm-rows: the rows of X a block of the Hopper GEMM, set on the cases that run it there
@@ -125,7 +133,7 @@ void add_bench(CLI::App& app) {
   struct Opts {
     std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto", dtype = "fp16";
     int group = 128, gemm_rows = 0;
-    bool cold = false, warm = false, ring = false;
+    bool cold = false, warm = false, ring = false, launches = false;
     std::vector<std::string> compare;
     double max_noise = 0.02, timeout = 8.0;
   };
@@ -155,6 +163,9 @@ void add_bench(CLI::App& app) {
       "--ring", o->ring,
       "Time each w4a16-ft case of 2 to 32 rows (gemv/, gemm/ from 17) a second time on the copy-engine "
       "ring that the walk replaced (compute capability 9.0), its shape marked 'ring'");
+  cmd->add_flag("--launches", o->launches,
+                "Below the table, the kernels each row launched: the instance (as the SASS view names it), "
+                "grid, block and shared memory (the JSON and CSV always carry them)");
   auto* c = cmd->add_flag("--cold", o->cold, "Flush the L2 before every sample (the default)");
   auto* w = cmd->add_flag("--warm", o->warm, "Keep the L2 warm between samples");
   c->excludes(w);
@@ -278,6 +289,15 @@ void add_bench(CLI::App& app) {
           "speed-up: dequant rows over the naive recipe of the same element width at the same shape; gemv / "
           "gemm "
           "rows over cuBLAS at the same M and shape, measured in this run\n");
+    }
+    if (o->launches) {
+      fmt::print("\nwhat each row launched (one run; the kernels as the SASS view names them):\n");
+      for (const BenchRow& r : rows) {
+        fmt::print("{} {}\n", r.kernel, r.shape);
+        if (r.launches.empty())
+          fmt::print("  {}\n", d.backend == "cuda" ? "nothing" : "the CPU twin (no kernels)");
+        for (const cuda::KernelLaunch& l : r.launches) fmt::print("  {}\n", front::launch_text(l));
+      }
     }
     try {
       const nlohmann::json device = front::bench_device_json(d, copy, clocks);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "app/common/bench_report.hpp"
 #include "backend_option.hpp"
 #include "commands.hpp"
 #include "kernels/bits/float.hpp"
@@ -345,11 +346,16 @@ void add_gemv(CLI::App& app) {
     auto backend = open_backend(o->backend);
 
     std::vector<uint16_t> y;
+    std::vector<cuda::KernelLaunch> launches;  // what the product launched (the GPU's kernels)
     double seconds = 0;
     gemv::Accuracy acc;
     try {
       const auto t0 = std::chrono::steady_clock::now();
-      y = backend->gemv(w, r);
+      {
+        const cuda::LaunchLog log;
+        y = backend->gemv(w, r);
+        launches = log.launches();
+      }
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (o->check) {
         // The same dequantized weights in float64. Plain int8 dequantizes to fp16 only, so the online
@@ -407,7 +413,9 @@ void add_gemv(CLI::App& app) {
                           {"dtype", o->dtype},
                           {"format", format_text(w)},
                           {"backend", backend->info().backend},
-                          {"out", o->out}};
+                          {"out", o->out},
+                          {"launches", nlohmann::json::array()}};
+      for (const cuda::KernelLaunch& l : launches) j["launches"].push_back(front::launch_json(l));
       if (o->check) {
         j["rel_l2"] = acc.rel_l2;  // null where an output is NaN or Inf
         j["max_abs"] = acc.max_abs;
@@ -423,6 +431,8 @@ void add_gemv(CLI::App& app) {
     fmt::print("{:>5} {:>7} {:>7}  {:<7} {:<5} {:<34} {:>7.3f} ms\n", r.m, w.n, w.k, gemv::path_name(r.path),
                o->dtype, format_text(w), seconds * 1e3);
     fmt::print("(time: the whole call, copies included; `dequant-lab bench` times the kernels alone)\n");
+    if (!launches.empty()) fmt::print("launched (the kernels as the SASS view names them):\n");
+    for (const cuda::KernelLaunch& l : launches) fmt::print("  {}\n", front::launch_text(l));
     if (o->check && acc.nonfinite == 0) {
       fmt::print(
           "against the float64 product with the same dequantized weights: relative L2 error {:.3g}, max "

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +62,62 @@ nlohmann::json bench_row_json(const BenchRow& r) {
     j["speedup"] = *r.speedup;
     j["baseline"] = r.baseline;
   }
+  j["launches"] = nlohmann::json::array();
+  for (const cuda::KernelLaunch& l : r.launches) j["launches"].push_back(launch_json(l));
+  return j;
+}
+
+namespace {
+
+// "66x2" for {66, 2, 1}: the trailing 1s left out, "1" for {1, 1, 1}.
+std::string dims_text(const std::array<unsigned, 3>& d) {
+  std::string s = std::to_string(d[0]);
+  const int last = d[2] != 1 ? 2 : (d[1] != 1 ? 1 : 0);
+  for (int i = 1; i <= last; ++i) s += fmt::format("x{}", d[i]);
+  return s;
+}
+
+std::string bytes_text(size_t b) {
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{} KiB", b / 1024);
+  if (b >= 1024) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+
+bool has_cluster(const cuda::KernelLaunch& l) { return l.cluster[0] || l.cluster[1] || l.cluster[2]; }
+
+}  // namespace
+
+std::vector<const BenchRow*> rows_timing(const std::vector<BenchRow>& rows, const sass::Function& f) {
+  std::vector<const BenchRow*> out;
+  for (const BenchRow& r : rows) {
+    const bool launched = std::any_of(r.launches.begin(), r.launches.end(), [&](const cuda::KernelLaunch& l) {
+      return !l.library && l.name == f.demangled;
+    });
+    if (launched || (r.launches.empty() && !f.bench.empty() && r.kernel == f.bench)) out.push_back(&r);
+  }
+  return out;
+}
+
+std::string launch_text(const cuda::KernelLaunch& l) {
+  if (l.library) {
+    return fmt::format("{} ({} launches its own kernels)", l.name,
+                       l.name.rfind("cublas", 0) == 0 ? "cuBLAS" : "the CUDA runtime");
+  }
+  std::string s =
+      fmt::format("{}: grid {}, block {}", sass::short_name(l.name), dims_text(l.grid), dims_text(l.block));
+  if (has_cluster(l)) s += fmt::format(", cluster {}", dims_text(l.cluster));
+  if (l.shared_bytes) s += fmt::format(", {} shared", bytes_text(l.shared_bytes));
+  return s;
+}
+
+nlohmann::json launch_json(const cuda::KernelLaunch& l) {
+  if (l.library) return {{"library_call", l.name}};
+  nlohmann::json j = {{"kernel", sass::short_name(l.name)},
+                      {"signature", l.name},
+                      {"grid", l.grid},
+                      {"block", l.block},
+                      {"shared_bytes", l.shared_bytes}};
+  if (has_cluster(l)) j["cluster"] = l.cluster;
   return j;
 }
 
@@ -72,13 +129,18 @@ nlohmann::json bench_report_json(const nlohmann::json& device, const std::vector
 
 std::string bench_csv(const std::vector<BenchRow>& rows) {
   std::string out =
-      "kernel,shape,samples,median_us,noise,min_us,max_us,gbps,pct_of_copy,speedup,baseline,cold,backend\n";
+      "kernel,shape,samples,median_us,noise,min_us,max_us,gbps,pct_of_copy,speedup,baseline,cold,backend,"
+      "launched\n";
   for (const BenchRow& r : rows) {
-    out += fmt::format("{},{},{},{:.4f},{:.5f},{:.4f},{:.4f},{:.2f},{:.2f},{},{},{},{}\n", r.kernel, r.shape,
-                       r.stats.samples, r.stats.median_s * 1e6, r.stats.noise, r.stats.min_s * 1e6,
+    // The launches' names, in order, joined by " + " and quoted (the short names hold commas).
+    std::string launched;
+    for (const cuda::KernelLaunch& l : r.launches)
+      launched += (launched.empty() ? "" : " + ") + (l.library ? l.name : sass::short_name(l.name));
+    out += fmt::format("{},{},{},{:.4f},{:.5f},{:.4f},{:.4f},{:.2f},{:.2f},{},{},{},{},\"{}\"\n", r.kernel,
+                       r.shape, r.stats.samples, r.stats.median_s * 1e6, r.stats.noise, r.stats.min_s * 1e6,
                        r.stats.max_s * 1e6, r.gbps, r.pct_of_copy,
                        r.speedup ? fmt::format("{:.4f}", *r.speedup) : "", r.baseline,
-                       r.cold ? "cold" : "warm", r.backend);
+                       r.cold ? "cold" : "warm", r.backend, launched);
   }
   return out;
 }
@@ -162,6 +224,18 @@ Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b) {
       r.verdict = std::fabs(std::log(r.ratio > 0 ? r.ratio : 1)) <= r.noise ? "SAME"
                   : r.ratio > 1                                             ? "FASTER"
                                                                             : "SLOWER";
+      const auto kernels = [](const nlohmann::json& row) {  // the launches' names; none where not listed
+        std::vector<std::string> names;
+        if (!row.contains("launches") || !row["launches"].is_array()) return names;
+        for (const auto& l : row["launches"]) {
+          const char* key = l.is_object() && l.contains("kernel") ? "kernel" : "library_call";
+          names.push_back(l.is_object() && l.contains(key) && l[key].is_string() ? l[key].get<std::string>()
+                                                                                 : "?");
+        }
+        return names;
+      };
+      const std::vector<std::string> ka = kernels(ra), kb = kernels(rb);
+      r.other_kernels = !ka.empty() && !kb.empty() && ka != kb;
       c.rows.push_back(std::move(r));
     }
   }

@@ -10,6 +10,7 @@
 #include "kernels/backend/backend.hpp"
 #include "kernels/bench/bench.hpp"
 #include "kernels/bench/clocks.hpp"
+#include "kernels/sass/sass.hpp"
 
 namespace dql::front {
 
@@ -22,6 +23,17 @@ std::string format_tick(double us);
 // bandwidth measured now, and the clocks where the driver reports them.
 nlohmann::json bench_device_json(const DeviceInfo& d, double copy_gbps, const GpuClocks& clocks);
 nlohmann::json bench_row_json(const BenchRow& r);
+// The rows that time a kernel of the SASS listing: a GPU's rows list what they launched and count where
+// they launched the function itself; rows that list nothing (the CPU twin's) count under the function's
+// bench name (sass::Function::bench), whichever sibling of it the launcher would pick.
+std::vector<const BenchRow*> rows_timing(const std::vector<BenchRow>& rows, const sass::Function& f);
+// One launch of a run in a line, the kernel by the SASS view's short name: "ft_lane_kernel<fp16, false, 16,
+// ...>: grid 66x2, block 512, 24 KiB shared"; a library's call: "cublasGemmEx (cuBLAS launches its own
+// kernels)".
+std::string launch_text(const cuda::KernelLaunch& l);
+// {"kernel", "signature", "grid", "block", "shared_bytes"} and "cluster" where it has one; a library's
+// call: {"library_call"}.
+nlohmann::json launch_json(const cuda::KernelLaunch& l);
 // {"device": ..., "rows": [...]}: what `bench --json` writes.
 nlohmann::json bench_report_json(const nlohmann::json& device, const std::vector<BenchRow>& rows);
 // The CSV `bench --csv` writes, header line included.
@@ -39,6 +51,9 @@ struct CompareRow {
   double a_us = 0, b_us = 0, ratio = 0;
   double noise = 0;     // both runs' relative IQR together: the band within which they are SAME
   std::string verdict;  // SAME, FASTER (B faster) or SLOWER
+  // Both files list the row's launches (files from before they did list none) and the kernels differ: A
+  // and B timed other instances (another build, or a launcher that chose otherwise on another device).
+  bool other_kernels = false;
 };
 struct Comparison {
   std::string a_device, b_device;

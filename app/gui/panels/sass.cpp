@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/common/bench_report.hpp"
 #include "app/gui/model.hpp"
 #include "app/gui/widgets.hpp"
 #include "kernels/recipes/catalog.hpp"
@@ -148,12 +149,8 @@ bool filter_match(const std::string& name, const std::string& bench) {
 }
 
 // The timing view's rows for a kernel: "12.3 us" (first shape), all shapes in the tooltip.
-std::vector<const BenchRow*> bench_rows_of(const Model& m, const std::string& bench) {
-  std::vector<const BenchRow*> out;
-  if (bench.empty()) return out;
-  for (const auto& r : m.bench_rows)
-    if (r.kernel == bench) out.push_back(&r);
-  return out;
+std::vector<const BenchRow*> bench_rows_of(const Model& m, const sass::Function& f) {
+  return front::rows_timing(m.bench_rows, f);
 }
 
 // Drawn as text at column offsets over one clipped list of rows (an ImGui table of this size
@@ -239,7 +236,7 @@ void draw_kernel_list(Model& m, const Ui& ui) {
         std::snprintf(buf, sizeof buf, "%.2f", r.pe->total());
         right_text(p, num_x(nums - 1), palette::kText, buf);
       }
-      const auto times = timed ? bench_rows_of(m, r.f->bench) : std::vector<const BenchRow*>{};
+      const auto times = timed ? bench_rows_of(m, *r.f) : std::vector<const BenchRow*>{};
       if (!times.empty()) {
         std::snprintf(buf, sizeof buf, "%.1f us", times.front()->stats.median_s * 1e6);
         right_text(p, num_x(nums - 1) + time_w, palette::kText, buf);
@@ -250,10 +247,18 @@ void draw_kernel_list(Model& m, const Ui& ui) {
         ImGui::PushTextWrapPos(ImGui::GetFontSize() * 48.0f);
         ImGui::TextUnformatted(r.f->demangled.c_str());
         if (!r.f->bench.empty()) ImGui::Text("bench kernel: %s", r.f->bench.c_str());
-        for (const auto* t : times)
-          ImGui::Text("%s: %.2f us, %.0f GB/s, %.1f%% of copy", t->shape.c_str(), t->stats.median_s * 1e6,
-                      t->gbps, t->pct_of_copy);
-        if (!times.empty()) ImGui::TextDisabled("the launcher picks this variant or its sibling by shape");
+        bool by_name = false;
+        for (const auto* t : times) {
+          ImGui::Text("%s %s: %.2f us, %.0f GB/s, %.1f%% of copy", t->kernel.c_str(), t->shape.c_str(),
+                      t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);
+          by_name = by_name || t->launches.empty();
+        }
+        if (by_name) {
+          ImGui::TextDisabled(
+              "timed on the CPU twin: the launcher picks this variant or its sibling by shape");
+        } else if (!times.empty()) {
+          ImGui::TextDisabled("rows whose run launched this kernel (the whole run's time)");
+        }
         ImGui::PopTextWrapPos();
         ImGui::EndTooltip();
       }
@@ -343,7 +348,7 @@ void draw_listing(Model& m, const Ui& ui) {
     dim_text("per element: %.2f instructions (%d in the %s marked on the left, %d elements a thread)",
              row.pe->total(), row.pe->counts.total, row.pe->loop ? "loop" : "kernel", row.pe->elements);
   }
-  const auto times = bench_rows_of(m, f.bench);
+  const auto times = bench_rows_of(m, f);
   for (const auto* t : times) {
     dim_text("timed: %s %s  %.2f us  %.0f GB/s  %.1f%% of copy", t->kernel.c_str(), t->shape.c_str(),
              t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);

@@ -99,6 +99,14 @@ void row_tooltip(const BenchRow& r) {
   ImGui::Text("%.2f GB/s = %.1f%% of the copy bandwidth; %s moved", r.gbps, r.pct_of_copy,
               si_bytes(r.c.bytes()).c_str());
   if (r.speedup) ImGui::Text("%.2fx the speed of %s", *r.speedup, r.baseline.c_str());
+  if (!r.launches.empty()) {
+    ImGui::Separator();
+    ImGui::TextDisabled("launched (the kernels as the SASS view names them):");
+    // A template's name can be wider than the window.
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 60.0f);
+    for (const cuda::KernelLaunch& l : r.launches) ImGui::TextWrapped("%s", front::launch_text(l).c_str());
+    ImGui::PopTextWrapPos();
+  }
   ImGui::EndTooltip();
 }
 
