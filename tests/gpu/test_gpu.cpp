@@ -1632,7 +1632,7 @@ TEST_CASE("launches: each bench case's run names the kernels it launched, as the
     }
     return ls;
   };
-  int standalone = 0;
+  size_t dequants = 0, quants = 0, permutes = 0;
   for (const BenchCase& c : bench_cases_for({{1024, 2048}}, 128, {1})) {
     if (c.kind == BenchKind::Gemv) continue;
     CAPTURE(c.kernel_name());
@@ -1642,9 +1642,14 @@ TEST_CASE("launches: each bench case's run names the kernels it launched, as the
       CHECK_FALSE(l.library);
       CHECK(sass::bench_name(sass::short_name(l.name)) == c.kernel_name());
     }
-    ++standalone;
+    dequants += c.kind == BenchKind::Dequant;
+    quants += c.kind == BenchKind::Quant;
+    permutes += c.kind == BenchKind::Permute;
   }
-  CHECK(standalone >= 20);
+  // Every recipe's dequant; int8 per channel, int4 per group and NF4; int4 and int8 both ways.
+  CHECK(dequants == recipes::all_recipes().size());
+  CHECK(quants == 3);
+  CHECK(permutes == 4);
 
   BenchCase copy;
   copy.kind = BenchKind::Copy;
