@@ -297,6 +297,8 @@ TEST_CASE("bench report: what a row launched, in the table's lines, the JSON and
   blas.name = "cublasGemmEx";
   blas.library = true;
   CHECK(front::launch_text(blas) == "cublasGemmEx (cuBLAS launches its own kernels)");
+  const cuda::KernelLaunch copy{"cudaMemcpyAsync (device to device)", true, {}, {}, {}, 0};
+  CHECK(front::launch_text(copy) == "cudaMemcpyAsync (device to device)");
 
   const nlohmann::json lj = front::launch_json(lane);
   CHECK(lj["kernel"] == "ft_lane_kernel<fp16, false, 16, true, false, true, false>");

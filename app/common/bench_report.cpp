@@ -99,10 +99,8 @@ std::vector<const BenchRow*> rows_timing(const std::vector<BenchRow>& rows, cons
 }
 
 std::string launch_text(const cuda::KernelLaunch& l) {
-  if (l.library) {
-    return fmt::format("{} ({} launches its own kernels)", l.name,
-                       l.name.rfind("cublas", 0) == 0 ? "cuBLAS" : "the CUDA runtime");
-  }
+  if (l.library)
+    return l.name.rfind("cublas", 0) == 0 ? l.name + " (cuBLAS launches its own kernels)" : l.name;
   std::string s =
       fmt::format("{}: grid {}, block {}", sass::short_name(l.name), dims_text(l.grid), dims_text(l.block));
   if (has_cluster(l)) s += fmt::format(", cluster {}", dims_text(l.cluster));

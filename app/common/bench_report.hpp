@@ -27,9 +27,9 @@ nlohmann::json bench_row_json(const BenchRow& r);
 // they launched the function itself; rows that list nothing (the CPU twin's) count under the function's
 // bench name (sass::Function::bench), whichever sibling of it the launcher would pick.
 std::vector<const BenchRow*> rows_timing(const std::vector<BenchRow>& rows, const sass::Function& f);
-// One launch of a run in a line, the kernel by the SASS view's short name: "ft_lane_kernel<fp16, false, 16,
-// ...>: grid 66x2, block 512, 24 KiB shared"; a library's call: "cublasGemmEx (cuBLAS launches its own
-// kernels)".
+// One launch of a run in a line, the kernel by the SASS view's short name: "ft_lane_kernel<fp16, false, 32,
+// false, false, true, false>: grid 131, block 1024, 110 KiB shared"; a library's call by its name, cuBLAS's
+// as "cublasGemmEx (cuBLAS launches its own kernels)".
 std::string launch_text(const cuda::KernelLaunch& l);
 // {"kernel", "signature", "grid", "block", "shared_bytes"} and "cluster" where it has one; a library's
 // call: {"library_call"}.

@@ -780,9 +780,8 @@ void draw_timing(Model& m, const Ui& ui) {
       if (std::any_of(s.comparison->rows.begin(), s.comparison->rows.end(),
                       [](const front::CompareRow& r) { return r.other_kernels; })) {
         dim_text(
-            "*: A and B launched other kernels for the row (another build, or the launcher chose otherwise "
-            "on "
-            "the other device)");
+            "*: A and B launched other kernels for the row (another build, or the launcher chose "
+            "otherwise on the other device)");
       }
       dim_text(
           "A/B > 1: B is faster; SAME when the difference is within the two runs' noise together (%.1f%% "
