@@ -300,6 +300,16 @@ TEST_CASE("bench report: what a row launched, in the table's lines, the JSON and
   const cuda::KernelLaunch copy{"cudaMemcpyAsync (device to device)", true, {}, {}, {}, 0};
   CHECK(front::launch_text(copy) == "cudaMemcpyAsync (device to device)");
 
+  // The GPU suite reads a launch's form from its template arguments (sass::template_args of the short name).
+  const std::string lane_name = sass::short_name(lane.name);
+  std::string_view base;
+  const auto args = sass::template_args(lane_name, &base);
+  CHECK(base == "ft_lane_kernel");
+  REQUIRE(args.size() == 7);
+  CHECK(args[0] == "fp16");
+  CHECK(args[2] == "16");
+  CHECK(args[5] == "true");
+  CHECK(args[6] == "false");
   const nlohmann::json lj = front::launch_json(lane);
   CHECK(lj["kernel"] == "ft_lane_kernel<fp16, false, 16, true, false, true, false>");
   CHECK(lj["signature"] == lane.name);

@@ -194,7 +194,15 @@ void name_enums(std::string& s, std::string_view cast, EnumKind kind) {
   }
 }
 
-// The template arguments of "name<x, y>" ("x", "y"), and the name before them.
+int arch_number(std::string_view arch) {
+  int v = 0;
+  const auto digits = arch.substr(arch.find('_') + 1);
+  std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  return v;
+}
+
+}  // namespace
+
 std::vector<std::string_view> template_args(std::string_view s, std::string_view* base) {
   const auto lt = s.find('<');
   *base = s.substr(0, lt);
@@ -215,15 +223,6 @@ std::vector<std::string_view> template_args(std::string_view s, std::string_view
   }
   return args;
 }
-
-int arch_number(std::string_view arch) {
-  int v = 0;
-  const auto digits = arch.substr(arch.find('_') + 1);
-  std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  return v;
-}
-
-}  // namespace
 
 const char* class_name(OpClass c) { return kNames[static_cast<int>(c)]; }
 const char* class_key(OpClass c) { return kKeys[static_cast<int>(c)]; }

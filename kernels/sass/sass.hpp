@@ -98,6 +98,9 @@ std::optional<Instr> parse_instr(std::string_view line);
 // The short name of a demangled kernel signature, and the bench kernel it implements.
 std::string short_name(std::string_view demangled);
 std::string bench_name(std::string_view short_name);
+// The template arguments of a short name "name<x, y>" ({"x", "y"}, nested ones whole) and, in *base, the
+// name before them; none where it has no template arguments. Views into `s`.
+std::vector<std::string_view> template_args(std::string_view s, std::string_view* base);
 
 // One line saying what an instruction's immediate does: "0x6a: (a & b) ^ c" for LOP3.LUT,
 // "0x5410: d = b5 b4 b1 b0" for PRMT (destination bytes high to low, s(bN) where the sign of

@@ -144,26 +144,13 @@ std::unique_ptr<Backend> open_gpu() {
   return gpu;
 }
 
-// The template arguments of the kernel `base` in a launch's signature ("void ...ft_lane_kernel<a, b>(...)"
-// gives {"a", "b"}); none where the signature names another kernel.
-std::vector<std::string> template_args(const std::string& signature, const std::string& base) {
+// The template arguments of the kernel `base` in a launch's signature (sass::template_args of its short
+// name); none where the signature names another kernel.
+std::vector<std::string> template_args(const std::string& signature, std::string_view base) {
   const std::string name = sass::short_name(signature);
-  std::vector<std::string> args;
-  if (name.rfind(base + "<", 0) != 0 || name.back() != '>') return args;
-  std::string cur;
-  int depth = 0;
-  for (size_t i = base.size() + 1; i + 1 < name.size(); ++i) {
-    const char ch = name[i];
-    depth += ch == '<' || ch == '(' ? 1 : (ch == '>' || ch == ')' ? -1 : 0);
-    if (ch == ',' && depth == 0) {
-      args.push_back(cur);
-      cur.clear();
-    } else if (!(ch == ' ' && cur.empty())) {
-      cur += ch;
-    }
-  }
-  args.push_back(cur);
-  return args;
+  std::string_view named;
+  const std::vector<std::string_view> args = sass::template_args(name, &named);
+  return named == base ? std::vector<std::string>(args.begin(), args.end()) : std::vector<std::string>{};
 }
 
 // The properties of the device the backend opens (DeviceGemv launches for it).
