@@ -249,6 +249,16 @@ cuda::KernelLaunch lane_launch(bool other) {
   return l;
 }
 
+// The Hopper GEMM's launch: a cluster of two and 201.5 KiB of shared memory.
+cuda::KernelLaunch hopper_launch() {
+  return {"void dql::cuda::io::hopper_gemm_kernel<128, 64>(Args, CUtensorMap, CUtensorMap, CUtensorMap)",
+          false,
+          {264, 1, 1},
+          {384, 1, 1},
+          {2, 1, 1},
+          1536 + 200 * 1024};
+}
+
 }  // namespace
 
 TEST_CASE("launch log: the innermost open log on the thread notes the launches, none where none is open") {
@@ -281,13 +291,7 @@ TEST_CASE("bench report: what a row launched, in the table's lines, the JSON and
   const cuda::KernelLaunch lane = lane_launch(true);
   CHECK(front::launch_text(lane) ==
         "ft_lane_kernel<fp16, false, 16, true, false, true, false>: grid 66x2, block 512, 24 KiB shared");
-  const cuda::KernelLaunch gemm{
-      "void dql::cuda::io::hopper_gemm_kernel<128, 64>(Args, CUtensorMap, CUtensorMap, CUtensorMap)",
-      false,
-      {264, 1, 1},
-      {384, 1, 1},
-      {2, 1, 1},
-      1536 + 200 * 1024};
+  const cuda::KernelLaunch gemm = hopper_launch();
   CHECK(front::launch_text(gemm) ==
         "io::hopper_gemm_kernel<128, 64>: grid 264, block 384, cluster 2, 201.5 KiB shared");
   const cuda::KernelLaunch tiny{
@@ -384,6 +388,146 @@ TEST_CASE("bench report: a comparison marks rows whose runs launched other kerne
   odd["rows"][0]["launches"] = nlohmann::json::array({5, {{"kernel", 7}}});
   const front::Comparison c = front::compare_bench(report({plain}, "A"), odd);
   CHECK(c.rows.at(0).other_kernels);
+}
+
+TEST_CASE(
+    "saved runs: a file read back gives the rows the views drew, and a bad file is named with its row and "
+    "key") {
+  const auto dir = std::filesystem::temp_directory_path() / "dql-test-saved-run";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const nlohmann::json& j) {
+    const std::string p = (dir / name).string();
+    front::write_report_file(p, j.dump(2));
+    return p;
+  };
+  // A GPU's rows with every kind of launch, through the file and back.
+  BenchRow r = row("gemv/w4a16-ft-fp16", "M=1 28672x8192 g128", 33.7e-6, 0.0332);
+  r.backend = "cuda";
+  r.bytes = 121184256.0;
+  r.gbps = r.bytes / r.stats.median_s / 1e9;
+  r.elements_per_s = 6.97e12;
+  r.pct_of_copy = 83.9;
+  r.speedup = 3.34;
+  r.baseline = "gemv/cublas-fp16";
+  r.timed_out = true;
+  const cuda::KernelLaunch gemm = hopper_launch();
+  cuda::KernelLaunch blas;
+  blas.name = "cublasGemmEx";
+  blas.library = true;
+  r.launches = {lane_launch(true), gemm, blas};
+  BenchRow w = row("dequant/ft-int4-fp16", "8192x8192 g128", 40e-6, 0.01);
+  w.cold = false;
+  w.bytes = 167772160.0;
+  DeviceInfo h200;
+  h200.backend = "cuda";
+  h200.name = "NVIDIA H200";
+  h200.cc_major = 9;
+  h200.sms = 132;
+  h200.memory_bytes = 150109880320;
+  GpuClocks clocks;
+  clocks.available = true;
+  clocks.sm_mhz = 1980;
+  clocks.mem_mhz = 3201;
+  clocks.driver = "580.159.04";
+  const nlohmann::json device = front::bench_device_json(h200, 4287.0, clocks);
+  const front::SavedRun run =
+      front::load_bench_run(write("gpu.json", front::bench_report_json(device, {r, w})));
+  CHECK(run.device == device);
+  CHECK(run.copy_gbps == 4287.0);
+  CHECK(run.device_line == "NVIDIA H200, compute capability 9.0, 132 SMs, 140 GiB, driver 580.159.04");
+  REQUIRE(run.rows.size() == 2);
+  const BenchRow& g = run.rows[0];
+  CHECK(g.kernel == r.kernel);
+  CHECK(g.shape == r.shape);
+  CHECK(g.backend == "cuda");
+  CHECK(g.cold);
+  CHECK(g.timed_out);
+  CHECK(g.stats.samples == 30);
+  CHECK(g.stats.median_s == doctest::Approx(r.stats.median_s).epsilon(1e-12));
+  CHECK(g.stats.q1_s == doctest::Approx(r.stats.q1_s).epsilon(1e-12));
+  CHECK(g.stats.q3_s == doctest::Approx(r.stats.q3_s).epsilon(1e-12));
+  CHECK(g.stats.min_s == doctest::Approx(r.stats.min_s).epsilon(1e-12));
+  CHECK(g.stats.max_s == doctest::Approx(r.stats.max_s).epsilon(1e-12));
+  CHECK(g.stats.noise == r.stats.noise);
+  CHECK(g.bytes == r.bytes);
+  CHECK(g.gbps == r.gbps);
+  CHECK(g.elements_per_s == r.elements_per_s);
+  CHECK(g.pct_of_copy == r.pct_of_copy);
+  REQUIRE(g.speedup.has_value());
+  CHECK(*g.speedup == 3.34);
+  CHECK(g.baseline == r.baseline);
+  REQUIRE(g.launches.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(g.launches[i].name == r.launches[i].name);  // the signature: the SASS view matches by it
+    CHECK(g.launches[i].library == r.launches[i].library);
+    CHECK(g.launches[i].grid == r.launches[i].grid);
+    CHECK(g.launches[i].block == r.launches[i].block);
+    CHECK(g.launches[i].cluster == r.launches[i].cluster);
+    CHECK(g.launches[i].shared_bytes == r.launches[i].shared_bytes);
+  }
+  CHECK_FALSE(run.rows[1].cold);
+  CHECK_FALSE(run.rows[1].speedup.has_value());
+  CHECK(run.rows[1].launches.empty());
+  // The SASS view times the launched instance from the file's rows as from a run's.
+  sass::Function other;
+  other.demangled = lane_launch(true).name;
+  REQUIRE(front::rows_timing(run.rows, other).size() == 1);
+  CHECK(front::rows_timing(run.rows, other)[0] == &run.rows[0]);
+
+  // A file from an older build: no quartiles, extremes, bytes, launches or percentages; the noise null.
+  const nlohmann::json old = {
+      {"device", {{"backend", "cpu"}, {"name", "test cpu"}, {"sms", 2}, {"copy_gbps", 10.0}}},
+      {"rows",
+       {{{"kernel", "dequant/awq-int4-fp16"},
+         {"shape", "64x128 g128"},
+         {"median_us", 4.0},
+         {"noise", nullptr},
+         {"gbps", 5.0}}}}};
+  const front::SavedRun o = front::load_bench_run(write("old.json", old));
+  CHECK(o.device_line == "CPU twin: test cpu (2 threads)");
+  REQUIRE(o.rows.size() == 1);
+  CHECK(o.rows[0].backend == "cpu");  // the device's backend
+  CHECK(o.rows[0].stats.noise == 0);
+  CHECK(o.rows[0].stats.q1_s == doctest::Approx(4e-6));
+  CHECK(o.rows[0].stats.max_s == doctest::Approx(4e-6));
+  CHECK(o.rows[0].bytes == doctest::Approx(5.0 * 1e9 * 4e-6));  // GB/s times the median
+  CHECK(o.rows[0].pct_of_copy == doctest::Approx(50.0));        // of the file's copy bandwidth
+  CHECK(front::device_summary(nlohmann::json::object()) == "a device the file does not name");
+
+  // A key of another type than bench --json writes, named with its row; the rows held before are not touched.
+  const auto refusal = [&](const std::string& name, const nlohmann::json& j) {
+    try {
+      front::load_bench_run(write(name, j));
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("loaded");
+  };
+  nlohmann::json bad = old;
+  bad["rows"][0]["gbps"] = "fast";
+  CHECK(refusal("gbps.json", bad) ==
+        "'" + (dir / "gbps.json").string() +
+            "' row 0: \"gbps\" is not a number, 0 or more, as bench --json writes it");
+  bad = old;
+  bad["rows"][0]["samples"] = 2.5;
+  CHECK(refusal("samples.json", bad).find("row 0: \"samples\" is not a whole number") != std::string::npos);
+  bad = old;
+  bad["rows"][0]["cold"] = "yes";
+  CHECK(refusal("cold.json", bad).find("row 0: \"cold\" is not true or false") != std::string::npos);
+  bad = old;
+  bad["rows"][0]["launches"] = "ft_lane_kernel";
+  CHECK(refusal("launches.json", bad).find("row 0: \"launches\" is not an array") != std::string::npos);
+  bad = old;
+  bad["rows"][0]["launches"] = {{{"kernel", "k"}, {"grid", {1, 1}}, {"block", {32, 1, 1}}}};
+  const std::string dims = refusal("dims.json", bad);
+  CHECK(dims.find("row 0, launch 0: a launch is {\"library_call\": name} or") != std::string::npos);
+  bad = old;
+  bad["device"]["copy_gbps"] = "4 TB/s";
+  CHECK(refusal("copy.json", bad).find("\"copy_gbps\" is not a number of GB/s") != std::string::npos);
+  CHECK(refusal("none.json", nlohmann::json{{"rows", {{{"kernel", "k"}}}}}).find("is not a bench row") !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("parsing numbers: too long for 64 bits is out of range, not 'not a whole number'") {

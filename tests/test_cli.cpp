@@ -440,6 +440,111 @@ TEST_CASE("bench on the CPU twin: the table, JSON and CSV rows, and comparing tw
   CHECK(refused("bench --backend cpu --timeout abc").find("--timeout takes a number") != std::string::npos);
 }
 
+TEST_CASE("bench --show: a saved run printed as its run printed it, a GPU's from any machine") {
+  const std::string d = tmp("bench-show");
+  std::filesystem::create_directories(d);
+  // The CPU twin's run and its file shown again: the same table, line for line.
+  const Run live =
+      run("bench --backend cpu --warm --shape 64x128 --kernel 'dequant/*int4-fp16' --timeout 0.2 "
+          "--launches --json " +
+          d + "/cpu.json");
+  REQUIRE(live.status == 0);
+  const Run again = run("bench --show " + d + "/cpu.json --launches");
+  INFO(again.err);
+  REQUIRE(again.status == 0);
+  const auto from_table = [](const std::string& out) {
+    return out.substr(out.find("median of the samples"));
+  };
+  CHECK(from_table(again.out) == from_table(live.out));
+  CHECK(again.out.rfind("a saved run: " + d + "/cpu.json\nCPU twin: ", 0) == 0);
+  // A GPU's run, as bench --json writes it there: the device, the figures and the launches.
+  const nlohmann::json gpu = {{"device",
+                               {{"backend", "cuda"},
+                                {"name", "NVIDIA H200"},
+                                {"compute_capability", "9.0"},
+                                {"sms", 132},
+                                {"l2_bytes", 62914560},
+                                {"memory_bytes", 150109880320},
+                                {"copy_gbps", 4287.0},
+                                {"sm_clock_mhz", 1980},
+                                {"memory_clock_mhz", 3201},
+                                {"throttle", ""},
+                                {"driver", "580.159.04"}}},
+                              {"rows",
+                               {{{"kernel", "gemv/w4a16-ft-fp16"},
+                                 {"shape", "M=1 28672x8192 g128"},
+                                 {"samples", 1000},
+                                 {"median_us", 33.7},
+                                 {"noise", 0.0332},
+                                 {"gbps", 3596.4},
+                                 {"pct_of_copy", 83.9},
+                                 {"bytes", 121184256.0},
+                                 {"cold", true},
+                                 {"timed_out", false},
+                                 {"backend", "cuda"},
+                                 {"speedup", 3.34},
+                                 {"baseline", "gemv/cublas-fp16"},
+                                 {"launches",
+                                  {{{"kernel", "ft_lane_kernel<fp16, false, 32, false, false, true, false>"},
+                                    {"signature",
+                                     "void dql::cuda::(anonymous "
+                                     "namespace)::ft_lane_kernel<(dql::recipes::OutType)0, false, 32, false, "
+                                     "false, true, false>(dql::cuda::GemvArgs)"},
+                                    {"grid", {131, 1, 1}},
+                                    {"block", {1024, 1, 1}},
+                                    {"shared_bytes", 112640}}}}}}}};
+  std::ofstream(d + "/h200.json") << gpu.dump(2);
+  const Run shown = run("bench --show " + d + "/h200.json --launches --csv " + d + "/h200.csv");
+  INFO(shown.err);
+  REQUIRE(shown.status == 0);
+  CHECK(shown.out.find("NVIDIA H200, compute capability 9.0, 132 SMs, 140 GiB, driver 580.159.04\n") !=
+        std::string::npos);
+  CHECK(shown.out.find("L2 60 MiB, device-to-device copy 4287 GB/s (read + write, measured in that run)\n") !=
+        std::string::npos);
+  CHECK(shown.out.find("clocks then: SM 1980 MHz, memory 3201 MHz\n") != std::string::npos);
+  CHECK(shown.out.find("gemv/w4a16-ft-fp16         M=1 28672x8192 g128     1000     33.70 us   3.32%    "
+                       "3596.4   83.9%     3.34x\n") != std::string::npos);
+  CHECK(
+      shown.out.find("\n  ft_lane_kernel<fp16, false, 32, false, false, true, false>: grid 131, block 1024, "
+                     "110 KiB shared\n") != std::string::npos);
+  std::ifstream cf(d + "/h200.csv");
+  std::string header, line;
+  std::getline(cf, header);
+  std::getline(cf, line);
+  CHECK(line.rfind("gemv/w4a16-ft-fp16,M=1 28672x8192 g128,1000,33.7000,", 0) == 0);
+  CHECK(line.find(",\"ft_lane_kernel<fp16, false, 32, false, false, true, false>\"") != std::string::npos);
+  // Refused with a sentence: options of a run, a file that is not a run, a row whose key has another type.
+  CHECK(refused("bench --show " + d + "/h200.json --shape 64x64").find("leave out --shape") !=
+        std::string::npos);
+  CHECK(refused("bench --show " + d + "/h200.json --compare a b").find("leave out --compare") !=
+        std::string::npos);
+  CHECK(refused("bench --show /nonexistent.json").find("cannot open") != std::string::npos);
+  nlohmann::json bad = gpu;
+  bad["rows"][0]["samples"] = "many";
+  std::ofstream(d + "/bad.json") << bad.dump();
+  CHECK(refused("bench --show " + d + "/bad.json").find("row 0: \"samples\" is not a number") !=
+        std::string::npos);
+}
+
+TEST_CASE("bench --show: the H200 runs in docs/runs read as the README quotes them") {
+  const std::string runs = DQL_DOCS_RUNS;
+  const Run gemv = run("bench --show " + runs + "/h200-2026-12-06-gemv.json --launches");
+  INFO(gemv.err);
+  REQUIRE(gemv.status == 0);
+  CHECK(gemv.out.find("NVIDIA H200, compute capability 9.0, 132 SMs") != std::string::npos);
+  CHECK(gemv.out.find("gemv/w4a16-ft-fp16         M=1 28672x8192 g128     1000     33.70 us") !=
+        std::string::npos);
+  CHECK(gemv.out.find("83.9%     3.34x\n") != std::string::npos);
+  CHECK(gemv.out.find("ft_lane_kernel<fp16, false, 32, false, false, true, false>: grid 131, block 1024") !=
+        std::string::npos);
+  CHECK(gemv.out.find("nothing listed") == std::string::npos);  // every row of a GPU's run lists its launches
+  const Run dequant = run("bench --show " + runs + "/h200-2026-12-06-dequant.json");
+  REQUIRE(dequant.status == 0);
+  CHECK(dequant.out.find("dequant/awq-int4-fp16      8192x8192 g128          1000     43.94 us") !=
+        std::string::npos);
+  CHECK(dequant.out.find("89.8%") != std::string::npos);
+}
+
 TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear refusal") {
   const nlohmann::json j = bench_json(
       "bench-batch",

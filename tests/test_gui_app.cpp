@@ -201,6 +201,11 @@ TEST_CASE("command line: bad options and state tokens are refused with a sentenc
   r = app("--screenshot " + tmp("x.png") + " --state dql:awq-int4-fp16:0x1:step=two");
   CHECK(r.status == 2);
   CHECK(r.output.find("the state token's step 'two' is not a whole number") != std::string::npos);
+  // --saved-run: a file that is not a run ends the start with the loader's sentence.
+  r = app("--screenshot " + tmp("x.png") + " --saved-run " + tmp("absent.json"));
+  CHECK(r.status == 2);
+  CHECK(r.output.find("--saved-run: cannot open '" + tmp("absent.json") +
+                      "': give a JSON file written by bench --json or the timing view") != std::string::npos);
   // --frame-report counts frames: 0 is refused before any window opens (it used to open the app).
   r = app("--frame-report 0");
   CHECK(r.status == 2);

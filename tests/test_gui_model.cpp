@@ -219,6 +219,65 @@ TEST_CASE("settings: defaults, round trip, corrupt file reported") {
   fs::remove_all(dir);
 }
 
+TEST_CASE(
+    "saved run: shown as the results with its device, and a file that cannot be shown changes nothing") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("dql-gui-saved-run-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string good = (dir / "h200.json").string(), empty = (dir / "empty.json").string(),
+                    bad = (dir / "bad.json").string();
+  const nlohmann::json launch = {{"kernel", "dequant_awq_tiled_kernel"},
+                                 {"signature", "void dequant_awq_tiled_kernel(DequantArgs)"},
+                                 {"grid", {4096, 1, 1}},
+                                 {"block", {256, 1, 1}},
+                                 {"shared_bytes", 65536}};
+  const nlohmann::json run = {{"device",
+                               {{"backend", "cuda"},
+                                {"name", "NVIDIA H200"},
+                                {"compute_capability", "9.0"},
+                                {"sms", 132},
+                                {"copy_gbps", 4287.0}}},
+                              {"rows",
+                               {{{"kernel", "dequant/awq-int4-fp16"},
+                                 {"shape", "8192x8192 g128"},
+                                 {"median_us", 39.2},
+                                 {"noise", 0.01},
+                                 {"gbps", 3853.2},
+                                 {"bytes", 151060480.0},
+                                 {"pct_of_copy", 89.8},
+                                 {"samples", 1000},
+                                 {"launches", {launch}}}}}};
+  std::ofstream(good) << run.dump();
+  std::ofstream(empty)
+      << nlohmann::json{{"device", {{"name", "NVIDIA H200"}}}, {"rows", nlohmann::json::array()}}.dump();
+  nlohmann::json wrong = run;
+  wrong["rows"][0]["bytes"] = "many";
+  std::ofstream(bad) << wrong.dump();
+  Model m = fresh();
+  std::string why;
+  REQUIRE(m.open_saved_run(good, &why));
+  REQUIRE(m.bench_rows.size() == 1);
+  CHECK(m.bench_rows[0].kernel == "dequant/awq-int4-fp16");
+  CHECK(m.bench_rows[0].bytes == 151060480.0);
+  CHECK(m.bench_rows[0].launches.at(0).shared_bytes == 65536);
+  CHECK(m.bench_source == good + " (NVIDIA H200, compute capability 9.0, 132 SMs)");
+  CHECK(m.bench_copy_gbps == 4287.0);
+  CHECK(m.bench_device["name"] == "NVIDIA H200");
+  // Refused: the sentence, and the results, their source and device as they were.
+  CHECK_FALSE(m.open_saved_run(bad, &why));
+  CHECK(why == "'" + bad + "' row 0: \"bytes\" is not a number, 0 or more, as bench --json writes it");
+  CHECK_FALSE(m.open_saved_run(empty, &why));
+  CHECK(why == "'" + empty + "' holds no rows: save a run that timed at least one kernel");
+  CHECK_FALSE(m.open_saved_run((dir / "absent.json").string(), &why));
+  CHECK(why.find("cannot open") != std::string::npos);
+  REQUIRE(m.bench_rows.size() == 1);
+  CHECK(m.bench_rows[0].kernel == "dequant/awq-int4-fp16");
+  CHECK(m.bench_source == good + " (NVIDIA H200, compute capability 9.0, 132 SMs)");
+  CHECK(m.bench_copy_gbps == 4287.0);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("bit rows narrow to the room there is, down to a digit's width") {
   using dql::gui::bit_row_scale;
   CHECK(bit_row_scale(1000.0f, 1200.0f, 0.6f) == 1.0f);  // fits: drawn as wanted, never wider

@@ -392,6 +392,77 @@ TEST_CASE("timing view: the ring beside the walk, refused with a sentence where 
       tmp("bench-ring.json"));
 }
 
+TEST_CASE(
+    "timing view: a saved run shown in place of the results, saved again unchanged, a bad file refused") {
+  // A GPU's run as bench --json writes it: shown on a machine without a GPU.
+  const nlohmann::json gpu = {{"device",
+                               {{"backend", "cuda"},
+                                {"name", "NVIDIA H200"},
+                                {"compute_capability", "9.0"},
+                                {"sms", 132},
+                                {"copy_gbps", 4287.0}}},
+                              {"rows",
+                               {{{"kernel", "dequant/awq-int4-fp16"},
+                                 {"shape", "8192x8192 g128"},
+                                 {"samples", 1000},
+                                 {"median_us", 39.21},
+                                 {"noise", 0.012},
+                                 {"min_us", 38.9},
+                                 {"max_us", 41.0},
+                                 {"q1_us", 39.0},
+                                 {"q3_us", 39.47},
+                                 {"gbps", 3852.7},
+                                 {"elements_per_s", 1.7e12},
+                                 {"pct_of_copy", 89.87},
+                                 {"bytes", 151060480.0},
+                                 {"cold", true},
+                                 {"timed_out", false},
+                                 {"backend", "cuda"},
+                                 {"speedup", 1.01},
+                                 {"baseline", "naive-int4-fp16"},
+                                 {"launches",
+                                  {{{"kernel", "dequant_awq_tiled_kernel"},
+                                    {"signature", "void dequant_awq_tiled_kernel(DequantArgs, unsigned int)"},
+                                    {"grid", {4096, 1, 1}},
+                                    {"block", {256, 1, 1}},
+                                    {"shared_bytes", 65536}}}}}}}};
+  const std::string in = tmp("saved-in.json"), out = tmp("saved-out.json");
+  std::ofstream(in) << gpu.dump(2);
+  std::remove(out.c_str());
+  const Outcome o = screenshot("timing", "timing.open=" + in + ";timing.tab=medians;timing.save-json=" + out);
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK(o.output.find("the app shows") == std::string::npos);
+  CHECK(o.picture.has(0xFFDC50));  // the line naming the saved run, in the highlight colour
+  CHECK(o.picture.has(0xE65555));  // its row's bar, in element hue 0
+  // Saved again from the view: the same device and rows, launches included (times to the last bits of a
+  // double: the view keeps them in seconds).
+  const nlohmann::json again = saved_report(out);
+  CHECK(again["device"] == gpu["device"]);
+  REQUIRE(again["rows"].size() == 1);
+  for (const auto& [key, value] : gpu["rows"][0].items()) {
+    CAPTURE(key);
+    REQUIRE(again["rows"][0].contains(key));
+    if (value.is_number_float())
+      CHECK(again["rows"][0][key].get<double>() == doctest::Approx(value.get<double>()).epsilon(1e-12));
+    else
+      CHECK(again["rows"][0][key] == value);
+  }
+  CHECK(again["rows"][0].size() == gpu["rows"][0].size());
+  // A file that is not a run: the sentence, and nothing shown or saved.
+  std::ofstream(tmp("not-a-run.json"))
+      << R"({"rows": [{"kernel": "k", "shape": "s", "median_us": 1, "cold": 1}]})";
+  std::remove(out.c_str());
+  const Outcome bad =
+      screenshot("timing", "timing.open=" + tmp("not-a-run.json") + ";timing.save-json=" + out);
+  INFO(bad.output);
+  CHECK(bad.status == 0);
+  CHECK(bad.output.find("the app shows: '" + tmp("not-a-run.json") +
+                        "' row 0: \"cold\" is not true or false, as bench --json writes it") !=
+        std::string::npos);
+  CHECK_FALSE(std::ifstream(out).good());
+}
+
 TEST_CASE("timing view: a scripted benchmark runs in the background and its results are saved") {
   const std::string json = tmp("bench.json");
   const Outcome o = timed_run(

@@ -56,6 +56,75 @@ void compare(const std::string& a_path, const std::string& b_path) {
   }
 }
 
+// The table under a run's header, and with `launches` what each row launched: a run's rows and a saved
+// run's alike.
+void print_rows(const std::vector<BenchRow>& rows, bool launches) {
+  const bool cold = std::all_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.cold; });
+  const bool warm = std::none_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.cold; });
+  fmt::print("median of the samples, L2 {} between samples; GB/s counts each byte read and written once\n\n",
+             cold   ? "flushed"
+             : warm ? "warm"
+                    : "flushed (cold rows) or warm (warm rows)");
+  fmt::print("{:<26} {:<20} {:>7} {:>12} {:>7} {:>9} {:>7} {:>9}\n", "kernel", "shape", "samples", "median",
+             "noise", "GB/s", "% copy", "speed-up");
+  for (const BenchRow& r : rows) {
+    const std::string speed = r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "";
+    fmt::print("{:<26} {:<20} {:>7} {:>12} {:>6.2f}% {:>9.1f} {:>6.1f}% {:>9}{}{}\n", r.kernel, r.shape,
+               r.stats.samples, front::format_duration(r.stats.median_s * 1e6), 100 * r.stats.noise, r.gbps,
+               r.pct_of_copy, speed, r.timed_out ? "  (timed out)" : "",
+               cold || warm ? ""
+               : r.cold     ? "  cold"
+                            : "  warm");
+  }
+  if (std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.speedup.has_value(); })) {
+    fmt::print(
+        "speed-up: dequant rows over the naive recipe of the same element width at the same shape; gemv / "
+        "gemm rows over cuBLAS at the same M and shape, measured in the same run\n");
+  }
+  if (launches) {
+    fmt::print("\nwhat each row launched (one run; the kernels as the SASS view names them):\n");
+    for (const BenchRow& r : rows) {
+      fmt::print("{} {}\n", r.kernel, r.shape);
+      if (r.launches.empty())
+        fmt::print("  {}\n", r.backend == "cpu" ? "the CPU twin (no kernels)" : "nothing listed");
+      for (const cuda::KernelLaunch& l : r.launches) fmt::print("  {}\n", front::launch_text(l));
+    }
+  }
+}
+
+// --show: a saved run's header and table, as the run printed them (the clocks' maxima and the throttle's
+// cause are not in the file).
+void show(const std::string& path, bool launches, const std::string& csv_path) {
+  front::SavedRun run;
+  try {
+    run = front::load_bench_run(path);
+  } catch (const Error& e) {
+    throw UserError(e.what());
+  }
+  const Style st = terminal_style();
+  fmt::print("a saved run: {}\n{}\n", path, st.bold(run.device_line));
+  const nlohmann::json& d = run.device;
+  const auto number = [&](const char* key) {
+    return d.contains(key) && d[key].is_number() ? d[key].get<double>() : 0.0;
+  };
+  const bool gpu = !(d.contains("backend") && d["backend"] == "cpu");
+  if (gpu && number("l2_bytes") > 0) fmt::print("L2 {:.0f} MiB, ", number("l2_bytes") / 1048576.0);
+  fmt::print("{} copy {:.0f} GB/s (read + write, measured in that run)\n",
+             gpu ? "device-to-device" : "memory", run.copy_gbps);
+  if (number("sm_clock_mhz") > 0)
+    fmt::print("clocks then: SM {:.0f} MHz, memory {:.0f} MHz\n", number("sm_clock_mhz"),
+               number("memory_clock_mhz"));
+  if (d.contains("throttle") && d["throttle"].is_string() && !d["throttle"].get<std::string>().empty())
+    fmt::print("{}\n", st.bad("warning: clocks were held down (" + d["throttle"].get<std::string>() +
+                              ") in that run"));
+  print_rows(run.rows, launches);
+  try {
+    if (!csv_path.empty()) front::write_report_file(csv_path, front::bench_csv(run.rows));
+  } catch (const Error& e) {
+    throw UserError(e.what());
+  }
+}
+
 // --gemm-rows: the rows of X a block of the Hopper GEMM, set on the cases that run it there
 // (BenchCase::takes_gemm_rows).
 void set_gemm_rows(std::vector<BenchCase>& cases, int rows) {
@@ -131,7 +200,7 @@ void check_report_path(const std::string& path, const char* option) {
 
 void add_bench(CLI::App& app) {
   struct Opts {
-    std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto", dtype = "fp16";
+    std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto", dtype = "fp16", show;
     int group = 128, gemm_rows = 0;
     bool cold = false, warm = false, ring = false, launches = false;
     std::vector<std::string> compare;
@@ -177,7 +246,24 @@ void add_bench(CLI::App& app) {
   cmd->add_option("--csv", o->csv_path, "Write the results as CSV to this file");
   cmd->add_option("--compare", o->compare, "Compare two JSON files from earlier runs: A.json B.json")
       ->expected(2);
+  cmd->add_option("--show", o->show,
+                  "Print a saved run (a JSON file from bench --json or the timing view, from any machine) as "
+                  "the run printed it; with --launches, what each row launched; with --csv, write it as CSV");
   cmd->callback([o, cmd] {
+    if (!o->show.empty()) {
+      // Reading a file times nothing: an option of a run would be silently dropped.
+      for (const CLI::Option* opt : cmd->get_options()) {
+        const std::string name = opt->get_name();
+        if (opt->count() > 0 && name != "--show" && name != "--launches" && name != "--csv") {
+          throw UserError(fmt::format(
+              "--show prints a saved run and times nothing: leave out {} (--launches and --csv go with it)",
+              name));
+        }
+      }
+      check_report_path(o->csv_path, "--csv");
+      show(o->show, o->launches, o->csv_path);
+      return;
+    }
     if (!o->compare.empty()) {
       // Reading two files times nothing: an option of a run would be silently dropped.
       for (const CLI::Option* opt : cmd->get_options()) {
@@ -273,32 +359,7 @@ void add_bench(CLI::App& app) {
       fmt::print("CPU time on {} threads; memory copy {:.1f} GB/s (read + write, measured now)\n", d.sms,
                  copy);
     }
-    fmt::print(
-        "median of the samples, L2 {} between samples; GB/s counts each byte read and written once\n\n",
-        s.cold ? "flushed" : "warm");
-    fmt::print("{:<26} {:<20} {:>7} {:>12} {:>7} {:>9} {:>7} {:>9}\n", "kernel", "shape", "samples", "median",
-               "noise", "GB/s", "% copy", "speed-up");
-    for (const BenchRow& r : rows) {
-      const std::string speed = r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "";
-      fmt::print("{:<26} {:<20} {:>7} {:>12} {:>6.2f}% {:>9.1f} {:>6.1f}% {:>9}{}\n", r.kernel, r.shape,
-                 r.stats.samples, front::format_duration(r.stats.median_s * 1e6), 100 * r.stats.noise, r.gbps,
-                 r.pct_of_copy, speed, r.timed_out ? "  (timed out)" : "");
-    }
-    if (std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.speedup.has_value(); })) {
-      fmt::print(
-          "speed-up: dequant rows over the naive recipe of the same element width at the same shape; gemv / "
-          "gemm "
-          "rows over cuBLAS at the same M and shape, measured in this run\n");
-    }
-    if (o->launches) {
-      fmt::print("\nwhat each row launched (one run; the kernels as the SASS view names them):\n");
-      for (const BenchRow& r : rows) {
-        fmt::print("{} {}\n", r.kernel, r.shape);
-        if (r.launches.empty())
-          fmt::print("  {}\n", d.backend == "cuda" ? "nothing" : "the CPU twin (no kernels)");
-        for (const cuda::KernelLaunch& l : r.launches) fmt::print("  {}\n", front::launch_text(l));
-      }
-    }
+    print_rows(rows, o->launches);
     try {
       const nlohmann::json device = front::bench_device_json(d, copy, clocks);
       if (!o->json_path.empty())

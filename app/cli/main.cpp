@@ -17,7 +17,7 @@ namespace {
 
 // The desktop app's options; with no subcommand, dequant-lab opens the app.
 struct AppOptions {
-  std::string screenshot, view, size, state, script;
+  std::string screenshot, view, size, state, saved_run, script;
   std::optional<int> frame_report;
   std::optional<double> text_scale;
 };
@@ -30,6 +30,11 @@ void add_app_options(CLI::App& app, AppOptions& o) {
       ->group(group);
   app.add_option("--size", o.size, "Window size WIDTHxHEIGHT, e.g. 1920x1080")->group(group);
   app.add_option("--state", o.state, "Restore a state token, e.g. dql:awq-int4-fp16:0x76543210:step=5")
+      ->group(group);
+  app.add_option(
+         "--saved-run", o.saved_run,
+         "Open a saved run (a JSON file from bench --json or the timing view, from any machine) as the "
+         "timing view's results and the SASS view's times")
       ->group(group);
   app.add_option("--frame-report", o.frame_report,
                  "Render N frames (1 or more) and print JSON frame times, then exit")
@@ -47,6 +52,7 @@ int open_app(const AppOptions& o) {
                             .view = o.view,
                             .size = o.size,
                             .state = o.state,
+                            .saved_run = o.saved_run,
                             .script = o.script,
                             .frame_report = o.frame_report,
                             .text_scale = o.text_scale});

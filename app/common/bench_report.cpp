@@ -54,7 +54,7 @@ nlohmann::json bench_row_json(const BenchRow& r) {
                       {"gbps", r.gbps},
                       {"elements_per_s", r.elements_per_s},
                       {"pct_of_copy", r.pct_of_copy},
-                      {"bytes", r.c.bytes()},
+                      {"bytes", r.bytes},
                       {"cold", r.cold},
                       {"timed_out", r.timed_out},
                       {"backend", r.backend}};
@@ -198,6 +198,141 @@ nlohmann::json load_bench_json(const std::string& path) {
     ++i;
   }
   return j;
+}
+
+std::string device_summary(const nlohmann::json& device) {
+  const auto text = [&](const char* key) {
+    return device.contains(key) && device[key].is_string() ? device[key].get<std::string>() : std::string();
+  };
+  const auto number = [&](const char* key) {
+    return device.contains(key) && device[key].is_number() ? device[key].get<double>() : 0.0;
+  };
+  const std::string name = text("name").empty() ? "a device the file does not name" : text("name");
+  if (text("backend") == "cpu")
+    return number("sms") > 0 ? fmt::format("CPU twin: {} ({:.0f} threads)", name, number("sms"))
+                             : fmt::format("CPU twin: {}", name);
+  std::string s = name;
+  if (!text("compute_capability").empty()) s += ", compute capability " + text("compute_capability");
+  if (number("sms") > 0) s += fmt::format(", {:.0f} SMs", number("sms"));
+  if (number("memory_bytes") > 0) s += fmt::format(", {:.0f} GiB", number("memory_bytes") / 1073741824.0);
+  if (!text("driver").empty()) s += ", driver " + text("driver");
+  return s;
+}
+
+namespace {
+
+// Three non-negative integers, as launch_json writes a grid, a block or a cluster.
+bool read_dims(const nlohmann::json& j, std::array<unsigned, 3>& d) {
+  if (!j.is_array() || j.size() != 3) return false;
+  for (size_t i = 0; i < 3; ++i) {
+    if (!j[i].is_number_unsigned() || j[i].get<uint64_t>() > 0xFFFFFFFFu) return false;
+    d[i] = j[i].get<unsigned>();
+  }
+  return true;
+}
+
+}  // namespace
+
+cuda::KernelLaunch launch_from_json(const nlohmann::json& j) {
+  cuda::KernelLaunch l;
+  if (j.is_object() && j.contains("library_call") && j["library_call"].is_string()) {
+    l.name = j["library_call"].get<std::string>();
+    l.library = true;
+    return l;
+  }
+  // The signature where the file has it (the SASS view matches by it), else the short name.
+  const char* key = j.is_object() && j.contains("signature") ? "signature" : "kernel";
+  const bool named =
+      j.is_object() && j.contains(key) && j[key].is_string() && !j[key].get<std::string>().empty();
+  const bool shaped = named && j.contains("grid") && read_dims(j["grid"], l.grid) && j.contains("block") &&
+                      read_dims(j["block"], l.block) &&
+                      (!j.contains("cluster") || read_dims(j["cluster"], l.cluster)) &&
+                      (!j.contains("shared_bytes") || j["shared_bytes"].is_number_unsigned());
+  if (!shaped) {
+    throw Error(
+        "a launch is {\"library_call\": name} or {\"signature\" or \"kernel\": name, \"grid\" and "
+        "\"block\": three whole numbers each, and optionally \"cluster\" (three) and \"shared_bytes\"}");
+  }
+  l.name = j[key].get<std::string>();
+  l.shared_bytes = j.value("shared_bytes", size_t{0});
+  return l;
+}
+
+SavedRun load_bench_run(const std::string& path) {
+  const nlohmann::json j = load_bench_json(path);
+  SavedRun run;
+  run.device = j.contains("device") ? j["device"] : nlohmann::json::object();
+  run.device_line = device_summary(run.device);
+  if (run.device.contains("copy_gbps")) {
+    if (!run.device["copy_gbps"].is_number() || !(run.device["copy_gbps"].get<double>() >= 0))
+      throw Error(fmt::format("'{}' has a \"device\" whose \"copy_gbps\" is not a number of GB/s", path));
+    run.copy_gbps = run.device["copy_gbps"].get<double>();
+  }
+  const std::string backend = run.device.contains("backend") && run.device["backend"].is_string()
+                                  ? run.device["backend"].get<std::string>()
+                                  : "";
+  size_t i = 0;
+  for (const nlohmann::json& r : j["rows"]) {
+    const auto wrong = [&](const char* key, const char* what) {
+      return Error(
+          fmt::format("'{}' row {}: \"{}\" is not {}, as bench --json writes it", path, i, key, what));
+    };
+    // A key absent (or null, where the engine had no figure) takes `absent`.
+    const auto number = [&](const char* key, double absent) {
+      if (!r.contains(key) || r[key].is_null()) return absent;
+      if (!r[key].is_number() || r[key].get<double>() < 0) throw wrong(key, "a number, 0 or more");
+      return r[key].get<double>();
+    };
+    const auto flag = [&](const char* key, bool absent) {
+      if (!r.contains(key)) return absent;
+      if (!r[key].is_boolean()) throw wrong(key, "true or false");
+      return r[key].get<bool>();
+    };
+    const auto text = [&](const char* key, const std::string& absent) {
+      if (!r.contains(key)) return absent;
+      if (!r[key].is_string()) throw wrong(key, "a string");
+      return r[key].get<std::string>();
+    };
+    BenchRow row;
+    row.kernel = r["kernel"].get<std::string>();
+    row.shape = r["shape"].get<std::string>();
+    row.backend = text("backend", backend);
+    row.cold = flag("cold", true);
+    row.timed_out = flag("timed_out", false);
+    const double median_us = r["median_us"].get<double>();
+    row.stats.median_s = median_us * 1e-6;
+    row.stats.noise = number("noise", 0);
+    row.stats.q1_s = number("q1_us", median_us) * 1e-6;
+    row.stats.q3_s = number("q3_us", median_us) * 1e-6;
+    row.stats.min_s = number("min_us", median_us) * 1e-6;
+    row.stats.max_s = number("max_us", median_us) * 1e-6;
+    const double samples = number("samples", 0);
+    if (samples != std::floor(samples) || samples > 1e9) throw wrong("samples", "a whole number");
+    row.stats.samples = static_cast<int>(samples);
+    row.gbps = number("gbps", 0);
+    row.bytes = number("bytes", row.gbps * 1e9 * row.stats.median_s);
+    row.elements_per_s = number("elements_per_s", 0);
+    row.pct_of_copy = number("pct_of_copy", run.copy_gbps > 0 ? 100 * row.gbps / run.copy_gbps : 0);
+    if (r.contains("speedup") && !r["speedup"].is_null()) {
+      row.speedup = number("speedup", 0);
+      row.baseline = text("baseline", "");
+    }
+    if (r.contains("launches")) {
+      if (!r["launches"].is_array()) throw wrong("launches", "an array");
+      size_t n = 0;
+      for (const nlohmann::json& l : r["launches"]) {
+        try {
+          row.launches.push_back(launch_from_json(l));
+        } catch (const Error& e) {
+          throw Error(fmt::format("'{}' row {}, launch {}: {}", path, i, n, e.what()));
+        }
+        ++n;
+      }
+    }
+    run.rows.push_back(std::move(row));
+    ++i;
+  }
+  return run;
 }
 
 Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b) {

@@ -45,6 +45,25 @@ void write_report_file(const std::string& path, const std::string& text);
 // is an Error.
 nlohmann::json load_bench_json(const std::string& path);
 
+// A saved run read back for the views: the device it ran on and its rows as the timing view draws them
+// (each row without its BenchCase: kernel, shape, bytes, the figures and the launches).
+struct SavedRun {
+  nlohmann::json device;    // the file's device header, {} where it has none
+  std::string device_line;  // device_summary(device)
+  double copy_gbps = 0;     // the copy bandwidth measured in that run; 0 where the file does not say
+  std::vector<BenchRow> rows;
+};
+// A report's device header in one line, as DeviceInfo::summary says it of a live device: "NVIDIA H200,
+// compute capability 9.0, 132 SMs, 140 GiB, driver 580.159.04", "CPU twin: NAME (2 threads)".
+std::string device_summary(const nlohmann::json& device);
+// The inverse of launch_json; an Error where an entry is neither form.
+cuda::KernelLaunch launch_from_json(const nlohmann::json& j);
+// Reads a run written by bench --json or the timing view (load_bench_json's checks, then every key the
+// views read of the type they read it as; keys a file from an older build lacks take what the engine
+// would have written: quartiles and extremes the median, bytes the GB/s times the median, no launches).
+// An Error names the file, the row and the key.
+SavedRun load_bench_run(const std::string& path);
+
 // One (kernel, shape) present in both runs. ratio = A median / B median: above 1, B is faster.
 struct CompareRow {
   std::string kernel, shape;

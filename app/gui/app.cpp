@@ -543,18 +543,19 @@ int run_gui(const GuiOptions& opt) {
       m.set_error("the saved state was not restored: " + why);
     }
   }
-  if (!opt.state.empty()) {
-    std::string why;
-    if (!m.restore(opt.state, &why)) {
-      std::fprintf(stderr, "dequant-lab: --state: %s\n", why.c_str());
-      ImGui_ImplOpenGL3_Shutdown();
-      ImGui_ImplGlfw_Shutdown();
-      ImGui::DestroyContext();
-      glfwDestroyWindow(s.window);
-      glfwTerminate();
-      return 2;
-    }
-  }
+  // A bad --state or --saved-run ends the start with its sentence (status 2), as a bad option does.
+  const auto refuse = [&](const char* option, const std::string& why) {
+    std::fprintf(stderr, "dequant-lab: %s: %s\n", option, why.c_str());
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(s.window);
+    glfwTerminate();
+    return 2;
+  };
+  if (std::string why; !opt.state.empty() && !m.restore(opt.state, &why)) return refuse("--state", why);
+  if (std::string why; !opt.saved_run.empty() && !m.open_saved_run(opt.saved_run, &why))
+    return refuse("--saved-run", why);
   if (!opt.view.empty()) m.view = view;
 
   for (ScriptItem& it : script) script_push(std::move(it.key), std::move(it.value));

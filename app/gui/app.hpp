@@ -11,7 +11,8 @@ struct GuiOptions {
   std::string view;        // the view to open (kViewNames)
   std::string size;        // "WxH" window size
   std::string state;       // a state token to restore
-  std::string script;      // for tests: "key=value;key=value" typed into the views in order
+  std::string saved_run;  // a saved run (bench --json) shown as the benchmark results (Model::open_saved_run)
+  std::string script;     // for tests: "key=value;key=value" typed into the views in order
   // Render N frames (1 or more), print {"frames","median_ms","p95_ms"}, exit.
   std::optional<int> frame_report;
   // The text size (kTextScaleLeast .. kTextScaleMost in settings.hpp), as the View menu sets it.

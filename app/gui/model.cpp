@@ -7,6 +7,7 @@
 #include <cmath>
 #include <iterator>
 
+#include "app/common/bench_report.hpp"
 #include "app/common/parse.hpp"
 #include "kernels/bits/float.hpp"
 
@@ -232,6 +233,22 @@ bool Model::restore(std::string_view text, std::string* why) {
     open_step_in_view(step);
   }
   return true;
+}
+
+bool Model::open_saved_run(const std::string& path, std::string* why) {
+  try {
+    front::SavedRun run = front::load_bench_run(path);
+    if (run.rows.empty())
+      throw Error(fmt::format("'{}' holds no rows: save a run that timed at least one kernel", path));
+    bench_rows = std::move(run.rows);
+    bench_source = fmt::format("{} ({})", path, run.device_line);
+    bench_device = std::move(run.device);
+    bench_copy_gbps = run.copy_gbps;
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return false;
+  }
 }
 
 void Model::open_step_in_view(int step_index) {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +43,9 @@ inline constexpr const char* kScriptKeys[] = {
     "prmt.b",           "prmt.mode",      "prmt.sel",        "quant.blocksize", "quant.group",
     "quant.npy",        "quant.scheme",   "quant.shape",     "sass.filter",     "sass.kernel",
     "stepper.absmax",   "stepper.hex",    "stepper.recipe",  "stepper.step",    "timing.batch",
-    "timing.gemm-rows", "timing.kernels", "timing.ring",     "timing.run",      "timing.save-json",
-    "timing.select",    "timing.shapes",  "timing.tab",      "timing.timeout",  "timing.warm"};
+    "timing.gemm-rows", "timing.kernels", "timing.open",     "timing.ring",     "timing.run",
+    "timing.save-json", "timing.select",  "timing.shapes",   "timing.tab",      "timing.timeout",
+    "timing.warm"};
 bool parse_script(std::string_view script, std::vector<ScriptItem>* items, std::string* problem);
 // A sentence when `key` belongs to a view other than `shown` (the script would wait for it
 // forever), else empty.
@@ -91,8 +93,12 @@ struct Model {
   int64_t rows = 256, cols = 1024;
 
   // The latest benchmark results (the timing view fills them; the SASS view shows each kernel's
-  // time beside its instruction counts).
+  // time beside its instruction counts), and where they come from: empty for a run of this session,
+  // else the saved run's file and device ("bench.json (NVIDIA H200, compute capability 9.0, ...)").
   std::vector<BenchRow> bench_rows;
+  std::string bench_source;
+  nlohmann::json bench_device;  // the header of the device they ran on (front::bench_device_json)
+  double bench_copy_gbps = 0;   // the copy bandwidth measured with them (0: not known)
 
   // Playing through the steps (Space, or the stepper's play button).
   bool playing = false;
@@ -103,6 +109,10 @@ struct Model {
   // Recomputes trace and gpu_values after recipe or input changed; keeps step in range.
   void retrace();
   void set_error(std::string sentence) { last_error = std::move(sentence); }
+  // Shows a saved run (bench --json, the timing view's Save JSON) as the benchmark results, until the next
+  // run: its rows, device and copy bandwidth. False, with the sentence in `why` and the results as they
+  // were, where the file cannot be shown.
+  bool open_saved_run(const std::string& path, std::string* why);
 
   // "dql:awq-int4-fp16:0x76543210:step=5[:view=lop3]" and back. restore() leaves the model
   // untouched and explains in `why` when the token is malformed.

@@ -98,8 +98,10 @@ BenchStats summarize(std::vector<double> seconds);
 std::string gemm_rows_where();
 
 struct BenchRow {
-  BenchCase c;
+  BenchCase c;  // the case timed; a row read back from a saved run (front::load_bench_run) has none and
+                // carries what the views read: kernel, shape, bytes and the figures
   std::string kernel, shape, backend;
+  double bytes = 0;  // every byte read and written once (BenchCase::bytes)
   bool cold = true;
   BenchStats stats;
   double gbps = 0, elements_per_s = 0;

@@ -211,8 +211,9 @@ BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s
   r.stats = summarize(samples);
   r.timed_out = timed_out;
   r.launches = target.launches();
+  r.bytes = c.bytes();
   if (r.stats.median_s > 0) {
-    r.gbps = c.bytes() / r.stats.median_s / 1e9;
+    r.gbps = r.bytes / r.stats.median_s / 1e9;
     r.elements_per_s = c.elements() / r.stats.median_s;
   }
   return r;

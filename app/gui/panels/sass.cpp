@@ -349,6 +349,7 @@ void draw_listing(Model& m, const Ui& ui) {
              row.pe->total(), row.pe->counts.total, row.pe->loop ? "loop" : "kernel", row.pe->elements);
   }
   const auto times = bench_rows_of(m, f);
+  if (!times.empty() && !m.bench_source.empty()) dim_text("timed in a saved run: %s", m.bench_source.c_str());
   for (const auto* t : times) {
     dim_text("timed: %s %s  %.2f us  %.0f GB/s  %.1f%% of copy", t->kernel.c_str(), t->shape.c_str(),
              t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);

@@ -49,13 +49,12 @@ struct State {
   int cold = 1;
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
   std::string error;
-  double copy_gbps = 0;
   std::string device_line;
-  nlohmann::json device;
   std::string csv_path = "bench.csv";
   std::string json_path = "bench.json";
   std::string compare_path;
-  std::string saved;  // what export wrote
+  std::string open_path;  // a saved run to show in place of results
+  std::string saved;      // what export wrote
   std::unique_ptr<front::Comparison> comparison;
   std::string open_tab;  // a results tab to bring to the front (scripts)
   ~State() {
@@ -97,7 +96,7 @@ void row_tooltip(const BenchRow& r) {
               front::format_duration(r.stats.max_s * 1e6).c_str(), r.stats.samples,
               r.timed_out ? " (timed out)" : "");
   ImGui::Text("%.2f GB/s = %.1f%% of the copy bandwidth; %s moved", r.gbps, r.pct_of_copy,
-              si_bytes(r.c.bytes()).c_str());
+              si_bytes(r.bytes).c_str());
   if (r.speedup) ImGui::Text("%.2fx the speed of %s", *r.speedup, r.baseline.c_str());
   if (!r.launches.empty()) {
     ImGui::Separator();
@@ -178,7 +177,7 @@ void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
   double bx0 = 1e300, bx1 = 0, gy0 = 1e300, gy1 = 0;
   for (const BenchRow& r : rows) {
     if (!(r.gbps > 0)) continue;
-    bx0 = std::min(bx0, r.c.bytes()), bx1 = std::max(bx1, r.c.bytes());
+    bx0 = std::min(bx0, r.bytes), bx1 = std::max(bx1, r.bytes);
     gy0 = std::min(gy0, r.gbps), gy1 = std::max(gy1, r.gbps);
   }
   if (copy_gbps > 0) gy0 = std::min(gy0, copy_gbps), gy1 = std::max(gy1, copy_gbps);
@@ -231,10 +230,10 @@ void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
   float ly = pa.y;
   for (auto& [name, pts] : series) {
     std::sort(pts.begin(), pts.end(),
-              [](const BenchRow* x, const BenchRow* y) { return x->c.bytes() < y->c.bytes(); });
+              [](const BenchRow* x, const BenchRow* y) { return x->bytes < y->bytes; });
     const ImU32 col = palette::element(hue++);
     std::vector<ImVec2> line;
-    for (const BenchRow* r : pts) line.push_back(ImVec2(px(r->c.bytes()), py(r->gbps)));
+    for (const BenchRow* r : pts) line.push_back(ImVec2(px(r->bytes), py(r->gbps)));
     if (line.size() > 1) dl->AddPolyline(line.data(), static_cast<int>(line.size()), col, 0, 2.0f);
     for (size_t i = 0; i < line.size(); ++i) {
       dl->AddCircleFilled(line[i], 0.25f * em, col);
@@ -250,7 +249,7 @@ void sweep(const std::vector<BenchRow>& rows, double copy_gbps, const Ui& ui) {
   }
   dl->AddText(ImVec2((pa.x + pb.x) * 0.5f - 4 * em, b.y - 1.1f * em), palette::kDim, "bytes read + written");
   if (nearest && ImGui::IsItemHovered()) {
-    dl->AddCircle(ImVec2(px(nearest->c.bytes()), py(nearest->gbps)), 0.5f * em, palette::kHighlight, 0, 2.0f);
+    dl->AddCircle(ImVec2(px(nearest->bytes), py(nearest->gbps)), 0.5f * em, palette::kHighlight, 0, 2.0f);
     row_tooltip(*nearest);
   }
 }
@@ -370,6 +369,19 @@ void start(State& s, Model& m) {
   s.job = run_bench_async(*s.backend, std::move(cases), set, &s.control);
 }
 
+// Shows a saved run in place of the results (Model::open_saved_run); a file that cannot be shown leaves them.
+void open_saved(State& s, Model& m, const std::string& path) {
+  std::string why;
+  if (!m.open_saved_run(path, &why)) {
+    s.error = why;
+    m.set_error(s.error);
+    return;
+  }
+  s.comparison.reset();
+  s.show_results = 3;
+  s.error.clear();
+}
+
 }  // namespace
 
 void draw_timing(Model& m, const Ui& ui) {
@@ -403,7 +415,7 @@ void draw_timing(Model& m, const Ui& ui) {
   // "timing.batch=M,M" (rows of X of the GEMV / GEMM cases), "timing.gemm-rows=R" (the Hopper GEMM's rows a
   // block), "timing.ring=1" (the walk's cases a second time on the ring),
   // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
-  // "timing.save-json=PATH" (below).
+  // "timing.save-json=PATH" (below), "timing.open=PATH" (a saved run in place of the results).
   if (auto v = scripted("timing.kernels")) {
     std::set<std::string> picked;
     std::string unknown;
@@ -460,6 +472,14 @@ void draw_timing(Model& m, const Ui& ui) {
     else if (!s.job.valid())
       start(s, m);
   }
+  if (auto v = scripted("timing.open")) {
+    if (s.job.valid()) {
+      m.set_error("timing.open: a run is under way; open the saved run once it ends (nothing was opened)");
+    } else {
+      s.open_path = *v;
+      open_saved(s, m, *v);
+    }
+  }
   // A screenshot waits for the run under way (the shell waits while script keys are pending).
   scripted("timing.running");
   if (s.job.valid()) script_push("timing.running", "1");
@@ -470,9 +490,10 @@ void draw_timing(Model& m, const Ui& ui) {
       std::vector<BenchRow> rows = s.job.get();
       if (!rows.empty()) {
         m.bench_rows = std::move(rows);
-        s.copy_gbps = copy_bandwidth(*s.backend);  // measured by the run, cached
+        m.bench_source.clear();
+        m.bench_copy_gbps = copy_bandwidth(*s.backend);  // measured by the run, cached
         const GpuClocks clocks = s.backend->info().backend == "cuda" ? read_gpu_clocks() : GpuClocks{};
-        s.device = front::bench_device_json(s.backend->info(), s.copy_gbps, clocks);
+        m.bench_device = front::bench_device_json(s.backend->info(), m.bench_copy_gbps, clocks);
         s.comparison.reset();
         s.show_results = 3;
       }
@@ -610,6 +631,21 @@ void draw_timing(Model& m, const Ui& ui) {
              total - 1, t);
     ImGui::ProgressBar(static_cast<float>(done) / static_cast<float>(total), ImVec2(-1, 0), over);
   }
+  {  // a saved run in place of the results
+    const float button_w = button_width("Open saved run");
+    ImGui::SetNextItemWidth(
+        std::clamp(ImGui::GetContentRegionAvail().x - button_w - spacing, 6 * em, 24 * em));
+    const bool entered = text_input("##open", &s.open_path, ImGuiInputTextFlags_EnterReturnsTrue,
+                                    "a saved run, e.g. bench.json");
+    same_line_if_fits(button_w);
+    ImGui::BeginDisabled(s.job.valid());
+    if ((ImGui::Button("Open saved run") || entered) && !s.job.valid()) open_saved(s, m, s.open_path);
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip(
+          "Shows a run saved by bench --json or Save JSON, on this machine or another, until the next Run:\n"
+          "its table, medians, size sweep and launches, and the SASS view's times.");
+  }
   if (!s.error.empty()) error_text(s.error);
 
   const std::vector<BenchRow>& rows = m.bench_rows;
@@ -618,7 +654,7 @@ void draw_timing(Model& m, const Ui& ui) {
   if (!rows.empty() && !s.job.valid()) {
     if (auto v = scripted("timing.save-json")) {
       try {
-        front::write_report_file(*v, front::bench_report_json(s.device, rows).dump(2) + "\n");
+        front::write_report_file(*v, front::bench_report_json(m.bench_device, rows).dump(2) + "\n");
       } catch (const std::exception& e) {
         s.error = e.what();
         m.set_error(s.error);
@@ -631,7 +667,7 @@ void draw_timing(Model& m, const Ui& ui) {
     m.set_error(s.error);
   }
   if (rows.empty()) {
-    dim_text("no results yet: choose kernels and shapes, then Run");
+    dim_text("no results yet: choose kernels and shapes, then Run (or open a saved run)");
     return;
   }
   ImGui::Separator();
@@ -639,11 +675,16 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::SetScrollHereY(0.0f);
     --s.show_results;
   }
-  if (s.copy_gbps > 0)
+  if (!m.bench_source.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, palette::kHighlight);
+    ImGui::TextWrapped("A saved run: %s", m.bench_source.c_str());
+    ImGui::PopStyleColor();
+  }
+  if (m.bench_copy_gbps > 0)
     dim_text(
         "%zu results; median of the samples, L2 %s; GB/s counts each byte read and written once; copy %.1f "
         "GB/s",
-        rows.size(), rows.front().cold ? "flushed" : "warm", s.copy_gbps);
+        rows.size(), rows.front().cold ? "flushed" : "warm", m.bench_copy_gbps);
 
   if (!ImGui::BeginTabBar("timing results")) return;
   const auto tab = [&](const char* name, const char* key) {
@@ -699,7 +740,7 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::EndTabItem();
   }
   if (tab("Size sweep", "sweep")) {
-    sweep(rows, s.copy_gbps, ui);
+    sweep(rows, m.bench_copy_gbps, ui);
     ImGui::EndTabItem();
   }
   if (tab("Export and compare", "compare")) {
@@ -721,7 +762,7 @@ void draw_timing(Model& m, const Ui& ui) {
     text_input("##json", &s.json_path);
     ImGui::SameLine();
     if (ImGui::Button("Save JSON"))
-      save(s.json_path, front::bench_report_json(s.device, rows).dump(2) + "\n");
+      save(s.json_path, front::bench_report_json(m.bench_device, rows).dump(2) + "\n");
     if (!s.saved.empty()) dim_text("%s", s.saved.c_str());
     ImGui::Separator();
     ImGui::TextUnformatted(
@@ -732,7 +773,7 @@ void draw_timing(Model& m, const Ui& ui) {
     if (ImGui::Button("Compare")) {
       try {
         s.comparison = std::make_unique<front::Comparison>(front::compare_bench(
-            front::load_bench_json(s.compare_path), front::bench_report_json(s.device, rows)));
+            front::load_bench_json(s.compare_path), front::bench_report_json(m.bench_device, rows)));
         s.error.clear();  // an earlier file's refusal no longer applies
       } catch (const std::exception& e) {
         s.comparison.reset();
