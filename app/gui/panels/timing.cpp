@@ -409,6 +409,7 @@ void draw_timing(Model& m, const Ui& ui) {
     }
     s.device_line = s.backend->info().summary();
     s.hopper = s.backend->info().backend == "cuda" && s.backend->info().cc() == 90;
+    if (!m.bench_source.empty()) s.show_results = 3;  // a saved run opened at the start (--saved-run)
   }
   // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.select=GLOB" (the names it matches),
   // "timing.shapes=NxK,NxK",
@@ -677,7 +678,7 @@ void draw_timing(Model& m, const Ui& ui) {
   }
   if (!m.bench_source.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, palette::kHighlight);
-    ImGui::TextWrapped("A saved run: %s", m.bench_source.c_str());
+    wrapped_text("A saved run: %s", m.bench_source.c_str());
     ImGui::PopStyleColor();
   }
   if (m.bench_copy_gbps > 0)
