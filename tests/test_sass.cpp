@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -251,6 +252,40 @@ TEST_CASE("embedded SASS: each architecture's listing unpacks whole, under a qua
     cut.packed = e.packed.substr(0, e.packed.size() / 2);
     CHECK(sass::embedded_text(cut).empty());
   }
+}
+
+TEST_CASE(
+    "the H200 runs in docs/runs: every kernel they launched is a function of the embedded sm_90 listing") {
+  // The SASS view times a kernel by the rows whose launches name its signature: the shipped runs' times show
+  // only where this build's listing holds the very instances they launched (a kernel renamed or re-templated
+  // since: take the runs again).
+  const sass::Listing* listing = sass::embedded_listing("sm_90");
+  if (listing == nullptr) {
+    MESSAGE("this build embedded no sm_90 SASS: " << sass::unavailable_reason());
+    return;
+  }
+  std::set<std::string> functions;
+  for (const auto& f : listing->functions) functions.insert(f.demangled);
+  int kernels = 0, calls = 0;
+  for (const char* name : {"h200-2026-12-06-gemv.json", "h200-2026-12-06-dequant.json"}) {
+    std::ifstream in(std::string(DQL_DOCS_RUNS) + "/" + name);
+    REQUIRE(in.good());
+    const auto run = nlohmann::json::parse(in);
+    for (const auto& row : run["rows"]) {
+      for (const auto& l : row["launches"]) {
+        if (l.contains("library_call")) {
+          ++calls;
+          continue;
+        }
+        CAPTURE(name);
+        CAPTURE(row["kernel"].get<std::string>() + " " + row["shape"].get<std::string>());
+        CHECK(functions.count(l["signature"].get<std::string>()) == 1);
+        ++kernels;
+      }
+    }
+  }
+  CHECK(kernels == 116);  // the 84 rows' kernels; cuBLAS's and the copy's calls are a library's
+  CHECK(calls > 0);
 }
 
 TEST_CASE("sass command: the embedded listing, or a sentence saying there is none") {
