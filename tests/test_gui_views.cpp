@@ -102,6 +102,41 @@ void check_refused_before_timing(const std::vector<Refusal>& cases, const std::s
   }
 }
 
+// A GPU's run as bench --json writes it (one row, its launch), to show on a machine without a GPU.
+nlohmann::json h200_run() {
+  return {{"device",
+           {{"backend", "cuda"},
+            {"name", "NVIDIA H200"},
+            {"compute_capability", "9.0"},
+            {"sms", 132},
+            {"copy_gbps", 4287.0}}},
+          {"rows",
+           {{{"kernel", "dequant/awq-int4-fp16"},
+             {"shape", "8192x8192 g128"},
+             {"samples", 1000},
+             {"median_us", 39.21},
+             {"noise", 0.012},
+             {"min_us", 38.9},
+             {"max_us", 41.0},
+             {"q1_us", 39.0},
+             {"q3_us", 39.47},
+             {"gbps", 3852.7},
+             {"elements_per_s", 1.7e12},
+             {"pct_of_copy", 89.87},
+             {"bytes", 151060480.0},
+             {"cold", true},
+             {"timed_out", false},
+             {"backend", "cuda"},
+             {"speedup", 1.01},
+             {"baseline", "naive-int4-fp16"},
+             {"launches",
+              {{{"kernel", "dequant_awq_tiled_kernel"},
+                {"signature", "void dequant_awq_tiled_kernel(DequantArgs, unsigned int)"},
+                {"grid", {4096, 1, 1}},
+                {"block", {256, 1, 1}},
+                {"shared_bytes", 65536}}}}}}}};
+}
+
 }  // namespace
 
 TEST_CASE("layouts view: the tile map drawn with the shader's ramp, and the permute kernel agrees") {
@@ -394,38 +429,7 @@ TEST_CASE("timing view: the ring beside the walk, refused with a sentence where 
 
 TEST_CASE(
     "timing view: a saved run shown in place of the results, saved again unchanged, a bad file refused") {
-  // A GPU's run as bench --json writes it: shown on a machine without a GPU.
-  const nlohmann::json gpu = {{"device",
-                               {{"backend", "cuda"},
-                                {"name", "NVIDIA H200"},
-                                {"compute_capability", "9.0"},
-                                {"sms", 132},
-                                {"copy_gbps", 4287.0}}},
-                              {"rows",
-                               {{{"kernel", "dequant/awq-int4-fp16"},
-                                 {"shape", "8192x8192 g128"},
-                                 {"samples", 1000},
-                                 {"median_us", 39.21},
-                                 {"noise", 0.012},
-                                 {"min_us", 38.9},
-                                 {"max_us", 41.0},
-                                 {"q1_us", 39.0},
-                                 {"q3_us", 39.47},
-                                 {"gbps", 3852.7},
-                                 {"elements_per_s", 1.7e12},
-                                 {"pct_of_copy", 89.87},
-                                 {"bytes", 151060480.0},
-                                 {"cold", true},
-                                 {"timed_out", false},
-                                 {"backend", "cuda"},
-                                 {"speedup", 1.01},
-                                 {"baseline", "naive-int4-fp16"},
-                                 {"launches",
-                                  {{{"kernel", "dequant_awq_tiled_kernel"},
-                                    {"signature", "void dequant_awq_tiled_kernel(DequantArgs, unsigned int)"},
-                                    {"grid", {4096, 1, 1}},
-                                    {"block", {256, 1, 1}},
-                                    {"shared_bytes", 65536}}}}}}}};
+  const nlohmann::json gpu = h200_run();
   const std::string in = tmp("saved-in.json"), out = tmp("saved-out.json");
   std::ofstream(in) << gpu.dump(2);
   std::remove(out.c_str());
@@ -461,6 +465,41 @@ TEST_CASE(
                         "' row 0: \"cold\" is not true or false, as bench --json writes it") !=
         std::string::npos);
   CHECK_FALSE(std::ifstream(out).good());
+}
+
+TEST_CASE("timing view: a saved run compared (A/B) with the results shown, and no results to compare with") {
+  // B: the H200's run shown; A: the same row 10% slower, from a build that launched another kernel.
+  const nlohmann::json b = h200_run();
+  nlohmann::json a = b;
+  a["device"]["name"] = "NVIDIA H200 (an older build)";
+  a["rows"][0]["median_us"] = 43.13;
+  a["rows"][0]["launches"][0]["signature"] = "void dequant_awq_kernel(DequantArgs)";
+  a["rows"][0]["launches"][0]["kernel"] = "dequant_awq_kernel";
+  std::ofstream(tmp("compare-a.json")) << a.dump(2);
+  std::ofstream(tmp("compare-b.json")) << b.dump(2);
+  const Outcome o = screenshot(
+      "timing", "timing.open=" + tmp("compare-b.json") + ";timing.compare=" + tmp("compare-a.json"));
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  CHECK(o.output.find("the app shows") == std::string::npos);
+  CHECK(o.picture.has(kGood));  // B FASTER, in the palette's green: the comparison's tab is in front
+  const Outcome before = screenshot("timing", "timing.open=" + tmp("compare-b.json") + ";timing.tab=compare");
+  REQUIRE(before.status == 0);
+  CHECK_FALSE(before.picture.has(kGood));  // the same tab before the comparison: no verdict
+  // Nothing to compare with yet: a sentence, not a wait.
+  const Outcome none = screenshot("timing", "timing.compare=" + tmp("compare-a.json"));
+  CHECK(none.status == 0);
+  CHECK(
+      none.output.find("there are no results to compare with a saved run: Run first, or open a saved run") !=
+      std::string::npos);
+  // A file that shares no row with the results: the comparison's own sentence.
+  nlohmann::json other = b;
+  other["rows"][0]["shape"] = "4096x4096 g128";
+  std::ofstream(tmp("compare-other.json")) << other.dump(2);
+  const Outcome apart = screenshot(
+      "timing", "timing.open=" + tmp("compare-b.json") + ";timing.compare=" + tmp("compare-other.json"));
+  CHECK(apart.status == 0);
+  CHECK(apart.output.find("the two files share no (kernel, shape) rows to compare") != std::string::npos);
 }
 
 TEST_CASE("timing view: a scripted benchmark runs in the background and its results are saved") {

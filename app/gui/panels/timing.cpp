@@ -382,6 +382,19 @@ void open_saved(State& s, Model& m, const std::string& path) {
   s.error.clear();
 }
 
+// A/B: the saved run at s.compare_path (A) against the results shown (B).
+void compare_with(State& s, Model& m) {
+  try {
+    s.comparison = std::make_unique<front::Comparison>(front::compare_bench(
+        front::load_bench_json(s.compare_path), front::bench_report_json(m.bench_device, m.bench_rows)));
+    s.error.clear();  // an earlier file's refusal no longer applies
+  } catch (const std::exception& e) {
+    s.comparison.reset();
+    s.error = e.what();
+    m.set_error(s.error);
+  }
+}
+
 }  // namespace
 
 void draw_timing(Model& m, const Ui& ui) {
@@ -416,7 +429,8 @@ void draw_timing(Model& m, const Ui& ui) {
   // "timing.batch=M,M" (rows of X of the GEMV / GEMM cases), "timing.gemm-rows=R" (the Hopper GEMM's rows a
   // block), "timing.ring=1" (the walk's cases a second time on the ring),
   // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
-  // "timing.save-json=PATH" (below), "timing.open=PATH" (a saved run in place of the results).
+  // "timing.save-json=PATH" (below), "timing.open=PATH" (a saved run in place of the results),
+  // "timing.compare=PATH" (below: a saved run as A against the results).
   if (auto v = scripted("timing.kernels")) {
     std::set<std::string> picked;
     std::string unknown;
@@ -667,6 +681,17 @@ void draw_timing(Model& m, const Ui& ui) {
     s.error = "there are no results to save: Run first, then save";
     m.set_error(s.error);
   }
+  // "timing.compare=PATH" (scripts): the Compare button on that file, once there are results (B).
+  if (!rows.empty() && !s.job.valid()) {
+    if (auto v = scripted("timing.compare")) {
+      s.compare_path = *v;
+      compare_with(s, m);
+      s.open_tab = "compare";
+    }
+  } else if (!s.job.valid() && scripted("timing.compare")) {
+    s.error = "there are no results to compare with a saved run: Run first, or open a saved run";
+    m.set_error(s.error);
+  }
   if (rows.empty()) {
     dim_text("no results yet: choose kernels and shapes, then Run (or open a saved run)");
     return;
@@ -771,17 +796,7 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::SetNextItemWidth(24 * em);
     text_input("##cmp", &s.compare_path);
     ImGui::SameLine();
-    if (ImGui::Button("Compare")) {
-      try {
-        s.comparison = std::make_unique<front::Comparison>(front::compare_bench(
-            front::load_bench_json(s.compare_path), front::bench_report_json(m.bench_device, rows)));
-        s.error.clear();  // an earlier file's refusal no longer applies
-      } catch (const std::exception& e) {
-        s.comparison.reset();
-        s.error = e.what();
-        m.set_error(s.error);
-      }
-    }
+    if (ImGui::Button("Compare")) compare_with(s, m);
     if (s.comparison) {
       ImGui::Text("A: %s    B: %s", s.comparison->a_device.c_str(), s.comparison->b_device.c_str());
       if (ImGui::BeginTable(
