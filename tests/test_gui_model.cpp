@@ -16,6 +16,7 @@
 #include "app/gui/settings.hpp"
 #include "app/gui/widgets.hpp"
 #include "kernels/recipes/catalog.hpp"
+#include "saved_run.hpp"
 
 using dql::gui::Model;
 using dql::gui::ViewId;
@@ -227,27 +228,7 @@ TEST_CASE(
   fs::create_directories(dir);
   const std::string good = (dir / "h200.json").string(), empty = (dir / "empty.json").string(),
                     bad = (dir / "bad.json").string();
-  const nlohmann::json launch = {{"kernel", "dequant_awq_tiled_kernel"},
-                                 {"signature", "void dequant_awq_tiled_kernel(DequantArgs)"},
-                                 {"grid", {4096, 1, 1}},
-                                 {"block", {256, 1, 1}},
-                                 {"shared_bytes", 65536}};
-  const nlohmann::json run = {{"device",
-                               {{"backend", "cuda"},
-                                {"name", "NVIDIA H200"},
-                                {"compute_capability", "9.0"},
-                                {"sms", 132},
-                                {"copy_gbps", 4287.0}}},
-                              {"rows",
-                               {{{"kernel", "dequant/awq-int4-fp16"},
-                                 {"shape", "8192x8192 g128"},
-                                 {"median_us", 39.2},
-                                 {"noise", 0.01},
-                                 {"gbps", 3853.2},
-                                 {"bytes", 151060480.0},
-                                 {"pct_of_copy", 89.8},
-                                 {"samples", 1000},
-                                 {"launches", {launch}}}}}};
+  const nlohmann::json run = dql::test::h200_run();
   std::ofstream(good) << run.dump();
   std::ofstream(empty)
       << nlohmann::json{{"device", {{"name", "NVIDIA H200"}}}, {"rows", nlohmann::json::array()}}.dump();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gui_support.hpp"
+#include "saved_run.hpp"
 
 namespace {
 
@@ -100,41 +101,6 @@ void check_refused_before_timing(const std::vector<Refusal>& cases, const std::s
     CHECK(o.output.find(c.sentence) != std::string::npos);
     CHECK_FALSE(std::ifstream(json).good());
   }
-}
-
-// A GPU's run as bench --json writes it (one row, its launch), to show on a machine without a GPU.
-nlohmann::json h200_run() {
-  return {{"device",
-           {{"backend", "cuda"},
-            {"name", "NVIDIA H200"},
-            {"compute_capability", "9.0"},
-            {"sms", 132},
-            {"copy_gbps", 4287.0}}},
-          {"rows",
-           {{{"kernel", "dequant/awq-int4-fp16"},
-             {"shape", "8192x8192 g128"},
-             {"samples", 1000},
-             {"median_us", 39.21},
-             {"noise", 0.012},
-             {"min_us", 38.9},
-             {"max_us", 41.0},
-             {"q1_us", 39.0},
-             {"q3_us", 39.47},
-             {"gbps", 3852.7},
-             {"elements_per_s", 1.7e12},
-             {"pct_of_copy", 89.87},
-             {"bytes", 151060480.0},
-             {"cold", true},
-             {"timed_out", false},
-             {"backend", "cuda"},
-             {"speedup", 1.01},
-             {"baseline", "naive-int4-fp16"},
-             {"launches",
-              {{{"kernel", "dequant_awq_tiled_kernel"},
-                {"signature", "void dequant_awq_tiled_kernel(DequantArgs, unsigned int)"},
-                {"grid", {4096, 1, 1}},
-                {"block", {256, 1, 1}},
-                {"shared_bytes", 65536}}}}}}}};
 }
 
 }  // namespace
@@ -429,7 +395,7 @@ TEST_CASE("timing view: the ring beside the walk, refused with a sentence where 
 
 TEST_CASE(
     "timing view: a saved run shown in place of the results, saved again unchanged, a bad file refused") {
-  const nlohmann::json gpu = h200_run();
+  const nlohmann::json gpu = dql::test::h200_run();
   const std::string in = tmp("saved-in.json"), out = tmp("saved-out.json");
   std::ofstream(in) << gpu.dump(2);
   std::remove(out.c_str());
@@ -469,7 +435,7 @@ TEST_CASE(
 
 TEST_CASE("timing view: a saved run compared (A/B) with the results shown, and no results to compare with") {
   // B: the H200's run shown; A: the same row 10% slower, from a build that launched another kernel.
-  const nlohmann::json b = h200_run();
+  const nlohmann::json b = dql::test::h200_run();
   nlohmann::json a = b;
   a["device"]["name"] = "NVIDIA H200 (an older build)";
   a["rows"][0]["median_us"] = 43.13;
