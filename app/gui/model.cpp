@@ -242,6 +242,7 @@ bool Model::open_saved_run(const std::string& path, std::string* why) {
       throw Error(fmt::format("'{}' holds no rows: save a run that timed at least one kernel", path));
     bench_rows = std::move(run.rows);
     bench_source = fmt::format("{} ({})", path, run.device_line);
+    bench_file = path;
     bench_device = std::move(run.device);
     bench_copy_gbps = run.copy_gbps;
     return true;

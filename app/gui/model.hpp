@@ -97,6 +97,7 @@ struct Model {
   // else the saved run's file and device ("bench.json (NVIDIA H200, compute capability 9.0, ...)").
   std::vector<BenchRow> bench_rows;
   std::string bench_source;
+  std::string bench_file;       // the saved run's file as it was opened (empty for a run of this session)
   nlohmann::json bench_device;  // the header of the device they ran on (front::bench_device_json)
   double bench_copy_gbps = 0;   // the copy bandwidth measured with them (0: not known)
 

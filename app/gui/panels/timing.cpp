@@ -379,6 +379,7 @@ void open_saved(State& s, Model& m, const std::string& path) {
   }
   s.comparison.reset();
   s.show_results = 3;
+  s.open_path = path;  // a scripted open shows its file in the field too
   s.error.clear();
 }
 
@@ -422,7 +423,10 @@ void draw_timing(Model& m, const Ui& ui) {
     }
     s.device_line = s.backend->info().summary();
     s.hopper = s.backend->info().backend == "cuda" && s.backend->info().cc() == 90;
-    if (!m.bench_source.empty()) s.show_results = 3;  // a saved run opened at the start (--saved-run)
+    if (!m.bench_source.empty()) {  // a saved run opened at the start (--saved-run): its path in the field
+      s.show_results = 3;
+      s.open_path = m.bench_file;
+    }
   }
   // Test and figure scripts: "timing.kernels=a,b" (exact names), "timing.select=GLOB" (the names it matches),
   // "timing.shapes=NxK,NxK",
@@ -506,6 +510,7 @@ void draw_timing(Model& m, const Ui& ui) {
       if (!rows.empty()) {
         m.bench_rows = std::move(rows);
         m.bench_source.clear();
+        m.bench_file.clear();
         m.bench_copy_gbps = copy_bandwidth(*s.backend);  // measured by the run, cached
         const GpuClocks clocks = s.backend->info().backend == "cuda" ? read_gpu_clocks() : GpuClocks{};
         m.bench_device = front::bench_device_json(s.backend->info(), m.bench_copy_gbps, clocks);
