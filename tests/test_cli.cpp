@@ -545,6 +545,30 @@ TEST_CASE("bench --show: the H200 runs in docs/runs read as the README quotes th
   CHECK(dequant.out.find("89.8%") != std::string::npos);
 }
 
+TEST_CASE("bench --compare: the H100's and the H200's shipped runs, as the README reads them") {
+  // The bandwidth-bound rows run faster on the H200's faster memory; the naive dequant's, bound by the SMs'
+  // issue (the same 132 SMs at the same clock), the same on both.
+  const std::string runs = DQL_DOCS_RUNS;
+  const Run c =
+      run("bench --compare " + runs + "/h100-2026-12-07-gemv.json " + runs + "/h200-2026-12-06-gemv.json");
+  INFO(c.err);
+  REQUIRE(c.status == 0);
+  CHECK(c.out.rfind("A: NVIDIA H100 80GB HBM3\nB: NVIDIA H200\n", 0) == 0);
+  CHECK(c.out.find(
+            "gemv/cublas-fp16           M=1 28672x8192            153.95 us    112.67 us   1.366x  FASTER") !=
+        std::string::npos);
+  CHECK(c.out.find(
+            "gemv/w4a16-ft-fp16         M=1 28672x8192 g128        44.53 us     33.70 us   1.321x  FASTER") !=
+        std::string::npos);
+  CHECK(c.out.find(
+            "gemv/w4a16-ft-naive-fp16   M=1 28672x8192 g128        74.27 us     74.02 us   1.003x  SAME") !=
+        std::string::npos);
+  CHECK(c.out.find("*") == std::string::npos);  // both GPUs ran the same kernels in every row
+  const Run h100 = run("bench --show " + runs + "/h100-2026-12-07-dequant.json");
+  REQUIRE(h100.status == 0);
+  CHECK(h100.out.find("NVIDIA H100 80GB HBM3, compute capability 9.0, 132 SMs") != std::string::npos);
+}
+
 TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear refusal") {
   const nlohmann::json j = bench_json(
       "bench-batch",
