@@ -195,6 +195,23 @@ TEST_CASE("bench report: A/B comparison verdicts and bad files") {
   CHECK(c.rows[2].noise == doctest::Approx(0.04));
   CHECK_THROWS_WITH_AS(front::compare_bench(a, report({row("other", "s", 1e-6, 0)}, "C")),
                        "the two files share no (kernel, shape) rows to compare", Error);
+  // The copy bandwidth of each run, and the A/B a bandwidth-bound row would show.
+  CHECK(c.a_copy_gbps == 10.0);
+  CHECK(c.copy_ratio() == 1.0);
+  nlohmann::json faster = b;
+  faster["device"]["copy_gbps"] = 14.0;
+  const front::Comparison f = front::compare_bench(a, faster);
+  CHECK(f.copy_ratio() == doctest::Approx(1.4));
+  CHECK(front::copy_line(f) ==
+        "copy bandwidth: A 10 GB/s, B 14 GB/s (1.400x): a row bound by memory bandwidth on both would show "
+        "about that A/B");
+  faster["device"].erase("copy_gbps");  // a file that does not say: no line, nothing made up
+  const front::Comparison unknown = front::compare_bench(a, faster);
+  CHECK(unknown.b_copy_gbps == 0);
+  CHECK(unknown.copy_ratio() == 0);
+  CHECK(front::copy_line(unknown).empty());
+  faster["device"]["copy_gbps"] = "fast";
+  CHECK(front::compare_bench(a, faster).copy_ratio() == 0);
 
   const auto dir = std::filesystem::temp_directory_path() / "dql-test-bench-report";
   std::filesystem::remove_all(dir);

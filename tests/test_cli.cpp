@@ -564,6 +564,8 @@ TEST_CASE("bench --compare: the H100's and the H200's shipped runs, as the READM
             "gemv/w4a16-ft-naive-fp16   M=1 28672x8192 g128        74.27 us     74.02 us   1.003x  SAME") !=
         std::string::npos);
   CHECK(c.out.find("*") == std::string::npos);  // both GPUs ran the same kernels in every row
+  CHECK(c.out.find("copy bandwidth: A 3054 GB/s, B 4287 GB/s (1.404x): a row bound by memory bandwidth on "
+                   "both would show about that A/B\n") != std::string::npos);
   const Run h100 = run("bench --show " + runs + "/h100-2026-12-07-dequant.json");
   REQUIRE(h100.status == 0);
   CHECK(h100.out.find("NVIDIA H100 80GB HBM3, compute capability 9.0, 132 SMs") != std::string::npos);

@@ -49,6 +49,7 @@ void compare(const std::string& a_path, const std::string& b_path) {
     other = other || r.other_kernels;
   }
   fmt::print("A/B > 1: B is faster; SAME when the difference is within the two runs' noise together\n");
+  if (const std::string copy = front::copy_line(c); !copy.empty()) fmt::print("{}\n", copy);
   if (other) {
     fmt::print(
         "*: A and B launched other kernels for the row (another build, or the launcher chose otherwise on "

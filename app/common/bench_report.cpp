@@ -339,6 +339,13 @@ Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b) {
   Comparison c;
   c.a_device = a.value("device", nlohmann::json::object()).value("name", "?");
   c.b_device = b.value("device", nlohmann::json::object()).value("name", "?");
+  const auto copy = [](const nlohmann::json& run) {  // absent, or not a positive number: not known
+    if (!run.contains("device") || !run["device"].is_object() || !run["device"].contains("copy_gbps"))
+      return 0.0;
+    const nlohmann::json& v = run["device"]["copy_gbps"];
+    return v.is_number() && v.get<double>() > 0 ? v.get<double>() : 0.0;
+  };
+  c.a_copy_gbps = copy(a), c.b_copy_gbps = copy(b);
   for (const auto& ra : a["rows"]) {
     for (const auto& rb : b["rows"]) {
       if (ra.value("kernel", "") != rb.value("kernel", "") || ra.value("shape", "") != rb.value("shape", ""))
@@ -374,6 +381,14 @@ Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b) {
   }
   if (c.rows.empty()) throw Error("the two files share no (kernel, shape) rows to compare");
   return c;
+}
+
+std::string copy_line(const Comparison& c) {
+  if (c.copy_ratio() == 0) return "";
+  return fmt::format(
+      "copy bandwidth: A {:.0f} GB/s, B {:.0f} GB/s ({:.3f}x): a row bound by memory bandwidth on both would "
+      "show about that A/B",
+      c.a_copy_gbps, c.b_copy_gbps, c.copy_ratio());
 }
 
 }  // namespace dql::front

@@ -76,8 +76,14 @@ struct CompareRow {
 };
 struct Comparison {
   std::string a_device, b_device;
+  double a_copy_gbps = 0, b_copy_gbps = 0;  // each run's copy bandwidth (0: its file does not say)
   std::vector<CompareRow> rows;
+  // The A/B a row bound by memory bandwidth on both devices would show: B's copy over A's (0: not known).
+  double copy_ratio() const { return a_copy_gbps > 0 && b_copy_gbps > 0 ? b_copy_gbps / a_copy_gbps : 0; }
 };
+// "copy bandwidth: A 3054 GB/s, B 4287 GB/s (1.404x): a row bound by memory bandwidth on both would show
+// about that A/B", or empty where a file does not say its copy bandwidth.
+std::string copy_line(const Comparison& c);
 // An Error when the two runs share no (kernel, shape).
 Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b);
 

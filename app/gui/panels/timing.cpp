@@ -849,6 +849,8 @@ void draw_timing(Model& m, const Ui& ui) {
           "A/B > 1: B is faster; SAME when the difference is within the two runs' noise together (%.1f%% "
           "here)",
           s.comparison->rows.empty() ? 0.0 : 100 * s.comparison->rows.front().noise);
+      if (const std::string copy = front::copy_line(*s.comparison); !copy.empty())
+        dim_text("%s", copy.c_str());
     }
     ImGui::EndTabItem();
   }
