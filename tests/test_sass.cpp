@@ -293,6 +293,64 @@ TEST_CASE("the runs in docs/runs: every kernel they launched is a function of th
   CHECK(calls > 0);
 }
 
+TEST_CASE("sass --run: the kernels a saved run launched, each with its rows' times") {
+  if (sass::embedded_listing("sm_90") == nullptr) {
+    MESSAGE("this build embedded no sm_90 SASS: " << sass::unavailable_reason());
+    return;
+  }
+  const std::string gemv = std::string(DQL_DOCS_RUNS) + "/h200-2026-12-06-gemv.json";
+  const Run r = run("sass --run " + gemv);
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("launched by the saved run " + gemv + " (NVIDIA H200, compute capability 9.0, 132 SMs") !=
+        std::string::npos);
+  // The one-row kernel of the goal shapes, the rows that launched it under it.
+  const size_t lane = r.out.find("\nft_lane_kernel<fp16, false, 32, false, false, true, false> ");
+  REQUIRE(lane != std::string::npos);
+  const size_t next = r.out.find('\n', lane + 1);
+  const std::string row =
+      "    gemv/w4a16-ft-fp16 M=1 28672x8192 g128: 33.70 us, 3596.4 GB/s, 83.9% of copy\n";
+  CHECK(r.out.compare(next + 1, row.size(), row) == 0);
+  CHECK(r.out.find("dequant_plain_kernel") == std::string::npos);  // not launched by this run
+  // The JSON: every kernel listed carries the rows that timed it.
+  const Run j = run("sass --run " + gemv + " --json");
+  REQUIRE(j.status == 0);
+  const auto out = nlohmann::json::parse(j.out);
+  CHECK(out["run"]["not_in_listing"].empty());
+  REQUIRE_FALSE(out["kernels"].empty());
+  for (const auto& k : out["kernels"]) CHECK_FALSE(k["timed"].empty());
+  // A run from another build: what the listing has, then a sentence naming what it lacks, status 2.
+  nlohmann::json other = nlohmann::json::parse(std::ifstream(gemv));
+  other["rows"][1]["launches"][0]["signature"] = "void dql::cuda::renamed_kernel<3>(int)";
+  const std::string other_path = std::string(DQL_TEST_TMPDIR) + "/sass-run-other.json";
+  std::ofstream(other_path) << other.dump();
+  const Run o = run("sass --run " + other_path);
+  CHECK(o.status == 2);
+  CHECK(o.out.find("\nact_quant_kernel ") != std::string::npos);
+  CHECK(o.out.find("ft_lane_kernel<fp16, false, 32, false, false, true, false>") == std::string::npos);
+  CHECK(o.err ==
+        "dequant-lab: 1 kernel that '" + other_path +
+            "' launched is not in this build's sm_90 listing (a run from another build: take it again "
+            "with this one): renamed_kernel<3>\n");
+  // The CPU twin's run lists no launches: the kernels of the bench kernels it timed, each with the row.
+  const std::string cpu = std::string(DQL_TEST_TMPDIR) + "/sass-run-cpu.json";
+  REQUIRE(
+      run("bench --backend cpu --warm --kernel 'dequant/awq*' --shape 256x1024 --timeout 0.05 --json " + cpu)
+          .status == 0);
+  const Run c = run("sass --run " + cpu);
+  REQUIRE(c.status == 0);
+  CHECK(c.out.find("timed by the saved run " + cpu + " (CPU twin: ") != std::string::npos);
+  const size_t awq = c.out.find("\ndequant_awq_kernel ");
+  REQUIRE(awq != std::string::npos);
+  const std::string timed = "    dequant/awq-int4-fp16 256x1024 g128: ";
+  CHECK(c.out.compare(c.out.find('\n', awq + 1) + 1, timed.size(), timed) == 0);
+  // Not a run: refused before anything is listed.
+  const Run bad = run("sass --run " + std::string(DQL_DOCS_RUNS) + "/absent.json");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.empty());
+  CHECK(bad.err.find("cannot open") != std::string::npos);
+}
+
 TEST_CASE("sass command: the embedded listing, or a sentence saying there is none") {
   if (sass::embedded().empty()) {
     const Run r = run("sass");

@@ -3,8 +3,11 @@
 // decoded, or a counts table with the figures per output element.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "app/common/bench_report.hpp"
 #include "commands.hpp"
 #include "kernels/sass/embedded.hpp"
 #include "render.hpp"
@@ -103,7 +106,11 @@ std::string per_element_cell(const sass::Function& f) {
   return pe ? fmt::format("{:.2f}", pe->total()) : "";
 }
 
-void print_list(const std::vector<const sass::Function*>& fns, const Style& st) {
+void print_times(const std::vector<const BenchRow*>& rows, const Style& st);
+
+// With `timed` (a saved run's rows), each kernel's line is followed by the rows that launched it.
+void print_list(const std::vector<const sass::Function*>& fns, const Style& st,
+                const std::vector<BenchRow>* timed = nullptr) {
   fmt::print("{:<44} {:>6}", "kernel", "instrs");
   for (auto c : kShown) fmt::print(" {:>6}", sass::class_name(c));
   fmt::print(" {:>8}  {}\n", "per elem", "bench kernel");
@@ -112,6 +119,7 @@ void print_list(const std::vector<const sass::Function*>& fns, const Style& st) 
     fmt::print("{:<44} {:>6}", f->name, c.total);
     for (auto k : kShown) fmt::print(" {:>6}", c[k]);
     fmt::print(" {:>8}  {}\n", per_element_cell(*f), st.dim(f->bench));
+    if (timed) print_times(front::rows_timing(*timed, *f), st);
   }
 }
 
@@ -161,11 +169,46 @@ void print_listing(const sass::Function& f, const std::string& arch, const Style
   }
 }
 
+// The architecture a saved run's GPU had ("9.0" -> "sm_90"); empty for the CPU twin's runs and where the
+// file does not say.
+std::string run_arch(const front::SavedRun& run) {
+  const nlohmann::json& d = run.device;
+  if (d.value("backend", "") != "cuda") return {};  // the CPU twin's run: its rows name bench kernels
+  if (!d.contains("compute_capability") || !d["compute_capability"].is_string()) return {};
+  std::string cc = d["compute_capability"].get<std::string>();
+  cc.erase(std::remove(cc.begin(), cc.end(), '.'), cc.end());
+  return normal_arch(cc);
+}
+
+// Under a kernel's line: the saved run's rows that launched it (or, where the run lists no launches, the
+// rows of its bench kernel), with their times; the SASS view's times by launch, in the terminal.
+void print_times(const std::vector<const BenchRow*>& rows, const Style& st) {
+  for (const BenchRow* r : rows) {
+    fmt::print("    {}\n",
+               st.dim(fmt::format("{} {}: {}, {:.1f} GB/s, {:.1f}% of copy", r->kernel, r->shape,
+                                  front::format_duration(r->stats.median_s * 1e6), r->gbps, r->pct_of_copy)));
+  }
+}
+
+// The signatures a saved run launched that the listing lacks, in the order the run launched them.
+std::vector<std::string> launched_elsewhere(const front::SavedRun& run, const sass::Listing& listing) {
+  std::vector<std::string> missing;
+  for (const BenchRow& r : run.rows) {
+    for (const cuda::KernelLaunch& l : r.launches) {
+      if (l.library || std::find(missing.begin(), missing.end(), l.name) != missing.end()) continue;
+      const bool found = std::any_of(listing.functions.begin(), listing.functions.end(),
+                                     [&](const sass::Function& f) { return f.demangled == l.name; });
+      if (!found) missing.push_back(l.name);
+    }
+  }
+  return missing;
+}
+
 }  // namespace
 
 void add_sass(CLI::App& app) {
   struct Opts {
-    std::string kernel, arch;
+    std::string kernel, arch, run;
     bool counts = false, json = false;
   };
   auto o = std::make_shared<Opts>();
@@ -178,9 +221,22 @@ void add_sass(CLI::App& app) {
   cmd->add_flag("--counts", o->counts,
                 "Instruction counts per class and per output element instead of listings");
   cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_option(
+      "--run", o->run,
+      "A saved run (bench --json, the timing view's Save JSON): only the kernels it launched, each "
+      "with the rows that launched it and their times");
   cmd->callback([o] {
     if (sass::embedded().empty()) throw UserError(std::string(sass::unavailable_reason()));
-    std::string arch = sass::default_arch();
+    std::optional<front::SavedRun> run;
+    if (!o->run.empty()) {
+      try {
+        run = front::load_bench_run(o->run);
+      } catch (const Error& e) {
+        throw UserError(e.what());
+      }
+    }
+    // A run's kernels are those of its device's architecture.
+    std::string arch = run && !run_arch(*run).empty() ? run_arch(*run) : sass::default_arch();
     if (!o->arch.empty()) {
       arch = normal_arch(o->arch);
       if (arch.empty()) {
@@ -195,14 +251,39 @@ void add_sass(CLI::App& app) {
     }
     std::vector<const sass::Function*> fns;
     for (const auto& f : listing->functions) {
+      if (run && front::rows_timing(run->rows, f).empty()) continue;
       if (o->kernel.empty() || sass::glob_match(o->kernel, f.name) ||
           (!f.bench.empty() && sass::glob_match(o->kernel, f.bench)) ||
           sass::glob_match(o->kernel, f.mangled)) {
         fns.push_back(&f);
       }
     }
+    // A GPU's run lists what each row launched; the CPU twin's names the bench kernels it timed.
+    const bool listed = run && std::any_of(run->rows.begin(), run->rows.end(),
+                                           [](const BenchRow& r) { return !r.launches.empty(); });
+    const std::vector<std::string> elsewhere =
+        run ? launched_elsewhere(*run, *listing) : std::vector<std::string>{};
+    // After what the listing holds: the run's kernels it lacks, as a refusal (status 2).
+    const auto check_elsewhere = [&] {
+      if (elsewhere.empty()) return;
+      std::string names;
+      for (const std::string& n : elsewhere) names += (names.empty() ? "" : "; ") + sass::short_name(n);
+      throw UserError(fmt::format(
+          "{} kernel{} that '{}' launched {} not in this build's {} listing (a run from another build: take "
+          "it again with this one): {}",
+          elsewhere.size(), elsewhere.size() == 1 ? "" : "s", o->run, elsewhere.size() == 1 ? "is" : "are",
+          arch, names));
+    };
+    if (run && fns.empty() && o->kernel.empty()) {
+      check_elsewhere();
+      throw UserError(fmt::format(
+          "'{}' launched none of this build's kernels (its rows are library calls or list no launches "
+          "and time no bench kernel of the listing)",
+          o->run));
+    }
     if (fns.empty()) {
-      throw UserError(fmt::format("no kernel matches \"{}\"; `dequant-lab sass` lists the {} kernels of {}",
+      throw UserError(fmt::format("no kernel {}matches \"{}\"; `dequant-lab sass` lists the {} kernels of {}",
+                                  run ? (listed ? "that the run launched " : "that the run timed ") : "",
                                   o->kernel, listing->functions.size(), arch));
     }
     const bool listings = !o->kernel.empty() && !o->counts;
@@ -212,6 +293,17 @@ void add_sass(CLI::App& app) {
       nlohmann::json kernels = nlohmann::json::array();
       for (const auto* f : fns) {
         auto j = kernel_json(*f);
+        if (run) {
+          nlohmann::json timed = nlohmann::json::array();
+          for (const BenchRow* r : front::rows_timing(run->rows, *f)) {
+            timed.push_back({{"kernel", r->kernel},
+                             {"shape", r->shape},
+                             {"median_us", r->stats.median_s * 1e6},
+                             {"gbps", r->gbps},
+                             {"pct_of_copy", r->pct_of_copy}});
+          }
+          j["timed"] = timed;
+        }
         if (listings) {
           nlohmann::json l = nlohmann::json::array();
           for (const auto& in : f->instrs) l.push_back(instr_json(in));
@@ -219,7 +311,12 @@ void add_sass(CLI::App& app) {
         }
         kernels.push_back(j);
       }
-      fmt::print("{}\n", nlohmann::json{{"arch", arch}, {"archs", archs}, {"kernels", kernels}}.dump(2));
+      nlohmann::json out = {{"arch", arch}, {"archs", archs}, {"kernels", kernels}};
+      if (run) {
+        out["run"] = {{"file", o->run}, {"device", run->device_line}, {"not_in_listing", elsewhere}};
+      }
+      fmt::print("{}\n", out.dump(2));
+      check_elsewhere();
       return;
     }
     const Style st = terminal_style();
@@ -227,19 +324,30 @@ void add_sass(CLI::App& app) {
       for (size_t i = 0; i < fns.size(); ++i) {
         if (i) fmt::print("\n");
         print_listing(*fns[i], arch, st);
+        if (run) print_times(front::rows_timing(run->rows, *fns[i]), st);
       }
+      check_elsewhere();
       return;
     }
-    fmt::print("SASS for {} (this build has {}), {} of {} kernels\n\n", arch, sass::embedded_arch_list(),
+    fmt::print("SASS for {} (this build has {}), {} of {} kernels\n", arch, sass::embedded_arch_list(),
                fns.size(), listing->functions.size());
+    if (run && listed) fmt::print("launched by the saved run {} ({})\n", o->run, run->device_line);
+    if (run && !listed) {
+      fmt::print(
+          "timed by the saved run {} ({}), whose rows list no launches: each kernel of the bench kernels "
+          "it timed (the launcher picks one by shape)\n",
+          o->run, run->device_line);
+    }
+    fmt::print("\n");
     if (o->counts) {
       print_counts(fns);
     } else {
-      print_list(fns, st);
+      print_list(fns, st, run ? &run->rows : nullptr);
       fmt::print("\n{}\n",
                  st.dim("per elem: instructions per output element of one pass (`--counts` for every "
                         "class); `--kernel NAME` prints a listing"));
     }
+    check_elsewhere();
   });
 }
 
