@@ -106,7 +106,15 @@ std::string per_element_cell(const sass::Function& f) {
   return pe ? fmt::format("{:.2f}", pe->total()) : "";
 }
 
-void print_times(const std::vector<const BenchRow*>& rows, const Style& st);
+// Under a kernel's line: the saved run's rows that launched it (or, where the run lists no launches, the
+// rows of its bench kernel), with their times; the SASS view's times by launch, in the terminal.
+void print_times(const std::vector<const BenchRow*>& rows, const Style& st) {
+  for (const BenchRow* r : rows) {
+    fmt::print("    {}\n",
+               st.dim(fmt::format("{} {}: {}, {:.1f} GB/s, {:.1f}% of copy", r->kernel, r->shape,
+                                  front::format_duration(r->stats.median_s * 1e6), r->gbps, r->pct_of_copy)));
+  }
+}
 
 // With `timed` (a saved run's rows), each kernel's line is followed by the rows that launched it.
 void print_list(const std::vector<const sass::Function*>& fns, const Style& st,
@@ -178,16 +186,6 @@ std::string run_arch(const front::SavedRun& run) {
   std::string cc = d["compute_capability"].get<std::string>();
   cc.erase(std::remove(cc.begin(), cc.end(), '.'), cc.end());
   return normal_arch(cc);
-}
-
-// Under a kernel's line: the saved run's rows that launched it (or, where the run lists no launches, the
-// rows of its bench kernel), with their times; the SASS view's times by launch, in the terminal.
-void print_times(const std::vector<const BenchRow*>& rows, const Style& st) {
-  for (const BenchRow* r : rows) {
-    fmt::print("    {}\n",
-               st.dim(fmt::format("{} {}: {}, {:.1f} GB/s, {:.1f}% of copy", r->kernel, r->shape,
-                                  front::format_duration(r->stats.median_s * 1e6), r->gbps, r->pct_of_copy)));
-  }
 }
 
 // The signatures a saved run launched that the listing lacks, in the order the run launched them.
