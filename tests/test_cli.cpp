@@ -554,15 +554,12 @@ TEST_CASE("bench --compare: the H100's and the H200's shipped runs, as the READM
   INFO(c.err);
   REQUIRE(c.status == 0);
   CHECK(c.out.rfind("A: NVIDIA H100 80GB HBM3\nB: NVIDIA H200\n", 0) == 0);
-  CHECK(c.out.find(
-            "gemv/cublas-fp16           M=1 28672x8192            153.95 us    112.67 us   1.366x  FASTER") !=
-        std::string::npos);
-  CHECK(c.out.find(
-            "gemv/w4a16-ft-fp16         M=1 28672x8192 g128        44.53 us     33.70 us   1.321x  FASTER") !=
-        std::string::npos);
-  CHECK(c.out.find(
-            "gemv/w4a16-ft-naive-fp16   M=1 28672x8192 g128        74.27 us     74.02 us   1.003x  SAME") !=
-        std::string::npos);
+  CHECK(c.out.find("gemv/cublas-fp16           M=1 28672x8192            153.95 us    112.67 us   1.366x    "
+                   "1.4%  FASTER") != std::string::npos);
+  CHECK(c.out.find("gemv/w4a16-ft-fp16         M=1 28672x8192 g128        44.53 us     33.70 us   1.321x    "
+                   "5.7%  FASTER") != std::string::npos);
+  CHECK(c.out.find("gemv/w4a16-ft-naive-fp16   M=1 28672x8192 g128        74.27 us     74.02 us   1.003x    "
+                   "0.8%  SAME") != std::string::npos);
   CHECK(c.out.find("*") == std::string::npos);  // both GPUs ran the same kernels in every row
   CHECK(c.out.find("copy bandwidth: A 3054 GB/s, B 4287 GB/s (1.404x): a row bound by memory bandwidth on "
                    "both would show about that A/B\n") != std::string::npos);

@@ -39,16 +39,18 @@ void compare(const std::string& a_path, const std::string& b_path) {
     throw UserError(e.what());
   }
   fmt::print("A: {}\nB: {}\n", c.a_device, c.b_device);
-  fmt::print("{:<26} {:<22} {:>12} {:>12} {:>8}  {}\n", "kernel", "shape", "A median", "B median", "A/B",
-             "verdict");
+  fmt::print("{:<26} {:<22} {:>12} {:>12} {:>8} {:>7}  {}\n", "kernel", "shape", "A median", "B median",
+             "A/B", "noise", "verdict");
   bool other = false;
   for (const front::CompareRow& r : c.rows) {
-    fmt::print("{:<26} {:<22} {:>12} {:>12} {:>7.3f}x  {}{}\n", r.kernel, r.shape,
-               front::format_duration(r.a_us), front::format_duration(r.b_us), r.ratio, r.verdict,
-               r.other_kernels ? " *" : "");
+    fmt::print("{:<26} {:<22} {:>12} {:>12} {:>7.3f}x {:>6.1f}%  {}{}\n", r.kernel, r.shape,
+               front::format_duration(r.a_us), front::format_duration(r.b_us), r.ratio, 100 * r.noise,
+               r.verdict, r.other_kernels ? " *" : "");
     other = other || r.other_kernels;
   }
-  fmt::print("A/B > 1: B is faster; SAME when the difference is within the two runs' noise together\n");
+  fmt::print(
+      "A/B > 1: B is faster; noise: the two runs' relative IQRs added, the band within which a row is "
+      "SAME\n");
   if (const std::string copy = front::copy_line(c); !copy.empty()) fmt::print("{}\n", copy);
   if (other) {
     fmt::print(

@@ -805,9 +805,9 @@ void draw_timing(Model& m, const Ui& ui) {
     if (s.comparison) {
       ImGui::Text("A: %s    B: %s", s.comparison->a_device.c_str(), s.comparison->b_device.c_str());
       if (ImGui::BeginTable(
-              "compare", 6,
+              "compare", 7,
               ImGuiTableFlags_RowBg | ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
-        for (const char* h : {"kernel", "shape", "A median", "B median", "A/B", "verdict"})
+        for (const char* h : {"kernel", "shape", "A median", "B median", "A/B", "noise", "verdict"})
           ImGui::TableSetupColumn(h);
         ImGui::TableHeadersRow();
         for (const front::CompareRow& r : s.comparison->rows) {
@@ -822,6 +822,8 @@ void draw_timing(Model& m, const Ui& ui) {
           ImGui::TextUnformatted(front::format_duration(r.b_us).c_str());
           ImGui::TableNextColumn();
           ImGui::Text("%.3fx", r.ratio);
+          ImGui::TableNextColumn();
+          ImGui::Text("%.1f%%", 100 * r.noise);
           ImGui::TableNextColumn();
           const ImU32 c = r.verdict == "SAME"     ? palette::kDim
                           : r.verdict == "FASTER" ? palette::kGood
@@ -846,9 +848,8 @@ void draw_timing(Model& m, const Ui& ui) {
             "otherwise on the other device)");
       }
       dim_text(
-          "A/B > 1: B is faster; SAME when the difference is within the two runs' noise together (%.1f%% "
-          "here)",
-          s.comparison->rows.empty() ? 0.0 : 100 * s.comparison->rows.front().noise);
+          "A/B > 1: B is faster; noise: the two runs' relative IQRs added, the band within which a row is "
+          "SAME");
       if (const std::string copy = front::copy_line(*s.comparison); !copy.empty())
         dim_text("%s", copy.c_str());
     }
