@@ -116,33 +116,46 @@ void print_times(const std::vector<const BenchRow*>& rows, const Style& st) {
   }
 }
 
+// The name column: as wide as the longest name listed (template arguments included), at least 44.
+size_t name_width(const std::vector<const sass::Function*>& fns) {
+  size_t w = 44;
+  for (const auto* f : fns) w = std::max(w, f->name.size());
+  return w;
+}
+
 // With `timed` (a saved run's rows), each kernel's line is followed by the rows that launched it.
 void print_list(const std::vector<const sass::Function*>& fns, const Style& st,
                 const std::vector<BenchRow>* timed = nullptr) {
-  fmt::print("{:<44} {:>6}", "kernel", "instrs");
+  const size_t w = name_width(fns);
+  fmt::print("{:<{}} {:>6}", "kernel", w, "instrs");
   for (auto c : kShown) fmt::print(" {:>6}", sass::class_name(c));
   fmt::print(" {:>8}  {}\n", "per elem", "bench kernel");
   for (const auto* f : fns) {
     const auto c = sass::count(f->instrs);
-    fmt::print("{:<44} {:>6}", f->name, c.total);
-    for (auto k : kShown) fmt::print(" {:>6}", c[k]);
-    fmt::print(" {:>8}  {}\n", per_element_cell(*f), st.dim(f->bench));
+    std::string line = fmt::format("{:<{}} {:>6}", f->name, w, c.total);
+    for (auto k : kShown) line += fmt::format(" {:>6}", c[k]);
+    line += fmt::format(" {:>8}", per_element_cell(*f));
+    if (!f->bench.empty()) line += "  " + st.dim(f->bench);
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();  // a kernel without figures ends at its counts
+    fmt::print("{}\n", line);
     if (timed) print_times(front::rows_timing(*timed, *f), st);
   }
 }
 
 void print_counts(const std::vector<const sass::Function*>& fns) {
-  fmt::print("{:<44} {:>6}", "kernel", "");
+  const size_t w = name_width(fns);
+  fmt::print("{:<{}} {:>6}", "kernel", w, "");
   for (int i = 0; i < sass::kClassCount; ++i) fmt::print(" {:>6}", sass::class_name(static_cast<OpClass>(i)));
   fmt::print(" {:>6}\n", "total");
   for (const auto* f : fns) {
     const auto c = sass::count(f->instrs);
-    fmt::print("{:<44} {:>6}", f->name, "all");
+    fmt::print("{:<{}} {:>6}", f->name, w, "all");
     for (int i = 0; i < sass::kClassCount; ++i) fmt::print(" {:>6}", c.by_class[i]);
     fmt::print(" {:>6}\n", c.total);
     if (const auto pe = sass::per_element(*f)) {
-      fmt::print("{:<44} {:>6}",
-                 fmt::format("  per element ({} a pass, {})", pe->elements, pe->loop ? "loop" : "kernel"),
+      fmt::print("{:<{}} {:>6}",
+                 fmt::format("  per element ({} a pass, {})", pe->elements, pe->loop ? "loop" : "kernel"), w,
                  "/elem");
       for (int i = 0; i < sass::kClassCount; ++i) fmt::print(" {:>6.2f}", pe->per(static_cast<OpClass>(i)));
       fmt::print(" {:>6.2f}\n", pe->total());
