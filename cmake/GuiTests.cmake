@@ -16,6 +16,7 @@ add_executable(dql_gui_app_tests ${PROJECT_SOURCE_DIR}/tests/test_gui_app.cpp
 target_link_libraries(dql_gui_app_tests PRIVATE doctest::doctest PkgConfig::STB nlohmann_json::nlohmann_json)
 target_compile_definitions(dql_gui_app_tests PRIVATE
   DQL_PROGRAM="$<TARGET_FILE:dequant-lab>"
+  DQL_DOCS_RUNS="${PROJECT_SOURCE_DIR}/docs/runs"
   DQL_TEST_TMPDIR="${CMAKE_CURRENT_BINARY_DIR}")
 add_dependencies(dql_gui_app_tests dequant-lab)
 add_test(NAME "gui: the app under Xvfb" COMMAND dql_gui_app_tests)

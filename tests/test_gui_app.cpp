@@ -342,6 +342,34 @@ TEST_CASE("SASS view: a filter that matches no kernel says so and what the filte
   }
 }
 
+TEST_CASE("SASS view: only the kernels a saved run timed, with the filter") {
+  const std::string run = std::string(DQL_DOCS_RUNS) + "/h200-2026-12-06-gemv.json";
+  const auto sass = [&](const std::string& script) {
+    return app("--screenshot " + tmp("sass-timed.png") + " --size 1280x800 --view sass --saved-run " + run +
+               " --script \"" + script + "\"");
+  };
+  // The GEMV run launched no dequant kernel: the filter matches kernels, none of them timed.
+  const dql::test::GuiRun dequant = sass("sass.timed=1;sass.filter=dequant");
+  INFO(dequant.output);
+  CHECK(dequant.status == 0);
+  if (dequant.output.find("SASS is not available in this build") != std::string::npos) {
+    CHECK(dequant.output.find("has no listing to act on") != std::string::npos);
+    return;
+  }
+  CHECK(dequant.output.find("the app shows: no kernel the benchmark results timed matches the filter "
+                            "'dequant': clear the filter, or untick") != std::string::npos);
+  // Its one-row kernel was timed; untimed, the dequant kernels are listed again, with no sentence.
+  const dql::test::GuiRun lane = sass("sass.timed=1;sass.filter=ft_lane");
+  CHECK(lane.status == 0);
+  CHECK(lane.output.find("the app shows") == std::string::npos);
+  const dql::test::GuiRun all = sass("sass.timed=0;sass.filter=dequant");
+  CHECK(all.status == 0);
+  CHECK(all.output.find("the app shows") == std::string::npos);
+  // A value the key does not take: a sentence, the setting kept.
+  const dql::test::GuiRun bad = sass("sass.timed=yes");
+  CHECK(bad.output.find("sass.timed 'yes' is not a choice it offers") != std::string::npos);
+}
+
 TEST_CASE("without a display: one line pointing to xvfb-run and the terminal commands, status 1") {
   const std::string log = tmp("nodisplay.txt");
   const std::string cmd =

@@ -71,6 +71,7 @@ struct SassState {
   std::string gpu_note;            // why the GPU's architecture is not the one shown
   std::string unmatched;           // the last filter found to match no kernel (said once, not every frame)
   bool chose_arch = false;
+  bool timed_only = false;  // only the kernels the benchmark results launched (shown where there are results)
   // An architecture's listing is unpacked and parsed once, off the frame's thread (a second or
   // more for the largest): `loading` is in flight for `loading_arch`.
   std::future<const sass::Listing*> loading;
@@ -141,6 +142,14 @@ std::string no_match_sentence(const std::string& filter) {
       g.rows.size(), g.arch);
 }
 
+// The filter matched kernels, none of them timed by the results shown.
+std::string no_timed_sentence(const std::string& filter) {
+  return fmt::format(
+      "no kernel the benchmark results timed matches the filter '{}': clear the filter, or untick \"only the "
+      "kernels timed\" to list every kernel it matches",
+      filter);
+}
+
 bool filter_match(const std::string& name, const std::string& bench) {
   std::string p = g.filter;
   if (p.empty()) return true;
@@ -183,10 +192,15 @@ void draw_kernel_list(Model& m, const Ui& ui) {
   }
   std::vector<size_t> shown;
   shown.reserve(g.rows.size());
-  for (size_t i = 0; i < g.rows.size(); ++i)
-    if (filter_match(g.rows[i].f->name, g.rows[i].f->bench)) shown.push_back(i);
+  bool matched = false;  // by the filter, timed or not
+  for (size_t i = 0; i < g.rows.size(); ++i) {
+    if (!filter_match(g.rows[i].f->name, g.rows[i].f->bench)) continue;
+    matched = true;
+    if (timed && g.timed_only && bench_rows_of(m, *g.rows[i].f).empty()) continue;
+    shown.push_back(i);
+  }
   if (shown.empty() && !g.rows.empty()) {
-    const std::string sentence = no_match_sentence(g.filter);
+    const std::string sentence = matched ? no_timed_sentence(g.filter) : no_match_sentence(g.filter);
     ImGui::PushTextWrapPos(0.0f);
     ImGui::TextColored(palette::to_vec4(palette::kBad), "%s", sentence.c_str());
     ImGui::PopTextWrapPos();
@@ -457,6 +471,19 @@ void draw_sass(Model& m, const Ui& ui) {
   ImGui::SetNextItemWidth(12.0f * ui.em);
   text_input("##filter", &g.filter, 0, "filter: dequant*, nf4 ...");
   if (auto s = scripted("sass.filter")) g.filter = *s;
+  if (auto v = scripted("sass.timed")) {
+    if (auto i = script_choice(m, "sass.timed", *v, {"0", "1"})) g.timed_only = *i == 1;
+  }
+  if (!m.bench_rows.empty()) {  // the results' kernels alone: the SASS of what a run launched
+    same_line_if_fits(ImGui::CalcTextSize("only the kernels timed").x + 2.0f * ui.em);
+    ImGui::Checkbox("only the kernels timed", &g.timed_only);
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip(
+          "The kernels the benchmark results launched (%s), each with its time; on the CPU twin, the kernels "
+          "of the bench kernels it timed",
+          m.bench_source.empty() ? "this session's run" : m.bench_source.c_str());
+    }
+  }
   for (auto c : {OpClass::Lop3, OpClass::Prmt, OpClass::Hfma2, OpClass::I2F}) {
     const char* label =
         c == OpClass::Hfma2 ? "HFMA2 HADD2 HMUL2" : (c == OpClass::I2F ? "I2F F2F" : sass::class_name(c));
