@@ -242,7 +242,7 @@ TEST_CASE(
   CHECK(m.bench_rows[0].kernel == "dequant/awq-int4-fp16");
   CHECK(m.bench_rows[0].bytes == 151060480.0);
   CHECK(m.bench_rows[0].launches.at(0).shared_bytes == 65536);
-  CHECK(m.bench_source == good + " (NVIDIA H200, compute capability 9.0, 132 SMs)");
+  CHECK(m.bench_source() == good + " (NVIDIA H200, compute capability 9.0, 132 SMs)");
   CHECK(m.bench_file == good);  // the timing view's field shows it
   CHECK(m.bench_copy_gbps == 4287.0);
   CHECK(m.bench_device["name"] == "NVIDIA H200");
@@ -255,7 +255,7 @@ TEST_CASE(
   CHECK(why.find("cannot open") != std::string::npos);
   REQUIRE(m.bench_rows.size() == 1);
   CHECK(m.bench_rows[0].kernel == "dequant/awq-int4-fp16");
-  CHECK(m.bench_source == good + " (NVIDIA H200, compute capability 9.0, 132 SMs)");
+  CHECK(m.bench_source() == good + " (NVIDIA H200, compute capability 9.0, 132 SMs)");
   CHECK(m.bench_file == good);
   CHECK(m.bench_copy_gbps == 4287.0);
   fs::remove_all(dir);

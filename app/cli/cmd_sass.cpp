@@ -110,9 +110,7 @@ std::string per_element_cell(const sass::Function& f) {
 // rows of its bench kernel), with their times; the SASS view's times by launch, in the terminal.
 void print_times(const std::vector<const BenchRow*>& rows, const Style& st) {
   for (const BenchRow* r : rows) {
-    fmt::print("    {}\n",
-               st.dim(fmt::format("{} {}: {}, {:.1f} GB/s, {:.1f}% of copy", r->kernel, r->shape,
-                                  front::format_duration(r->stats.median_s * 1e6), r->gbps, r->pct_of_copy)));
+    fmt::print("    {}\n", st.dim(front::timed_row_text(*r)));
   }
 }
 

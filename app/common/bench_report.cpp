@@ -98,6 +98,11 @@ std::vector<const BenchRow*> rows_timing(const std::vector<BenchRow>& rows, cons
   return out;
 }
 
+std::string timed_row_text(const BenchRow& r) {
+  return fmt::format("{} {}: {}, {:.1f} GB/s, {:.1f}% of copy", r.kernel, r.shape,
+                     format_duration(r.stats.median_s * 1e6), r.gbps, r.pct_of_copy);
+}
+
 std::string launch_text(const cuda::KernelLaunch& l) {
   if (l.library)
     return l.name.rfind("cublas", 0) == 0 ? l.name + " (cuBLAS launches its own kernels)" : l.name;

@@ -27,6 +27,9 @@ nlohmann::json bench_row_json(const BenchRow& r);
 // they launched the function itself; rows that list nothing (the CPU twin's) count under the function's
 // bench name (sass::Function::bench), whichever sibling of it the launcher would pick.
 std::vector<const BenchRow*> rows_timing(const std::vector<BenchRow>& rows, const sass::Function& f);
+// One such row in a line, as the SASS view and `sass --run` show it: "gemv/w4a16-ft-fp16 M=1 28672x8192
+// g128: 33.70 us, 3596.4 GB/s, 83.9% of copy".
+std::string timed_row_text(const BenchRow& r);
 // One launch of a run in a line, the kernel by the SASS view's short name: "ft_lane_kernel<fp16, false, 32,
 // false, false, true, false>: grid 131, block 1024, 110 KiB shared"; a library's call by its name, cuBLAS's
 // as "cublasGemmEx (cuBLAS launches its own kernels)".

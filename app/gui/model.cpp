@@ -241,7 +241,6 @@ bool Model::open_saved_run(const std::string& path, std::string* why) {
     if (run.rows.empty())
       throw Error(fmt::format("'{}' holds no rows: save a run that timed at least one kernel", path));
     bench_rows = std::move(run.rows);
-    bench_source = fmt::format("{} ({})", path, run.device_line);
     bench_file = path;
     bench_device = std::move(run.device);
     bench_copy_gbps = run.copy_gbps;
@@ -250,6 +249,11 @@ bool Model::open_saved_run(const std::string& path, std::string* why) {
     if (why) *why = e.what();
     return false;
   }
+}
+
+std::string Model::bench_source() const {
+  return bench_file.empty() ? std::string()
+                            : fmt::format("{} ({})", bench_file, front::device_summary(bench_device));
 }
 
 void Model::open_step_in_view(int step_index) {

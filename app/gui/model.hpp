@@ -93,11 +93,10 @@ struct Model {
   int64_t rows = 256, cols = 1024;
 
   // The latest benchmark results (the timing view fills them; the SASS view shows each kernel's
-  // time beside its instruction counts), and where they come from: empty for a run of this session,
-  // else the saved run's file and device ("bench.json (NVIDIA H200, compute capability 9.0, ...)").
+  // time beside its instruction counts), and where they come from: bench_file, the saved run's file as it
+  // was opened, empty for a run of this session.
   std::vector<BenchRow> bench_rows;
-  std::string bench_source;
-  std::string bench_file;       // the saved run's file as it was opened (empty for a run of this session)
+  std::string bench_file;
   nlohmann::json bench_device;  // the header of the device they ran on (front::bench_device_json)
   double bench_copy_gbps = 0;   // the copy bandwidth measured with them (0: not known)
 
@@ -114,6 +113,9 @@ struct Model {
   // run: its rows, device and copy bandwidth. False, with the sentence in `why` and the results as they
   // were, where the file cannot be shown.
   bool open_saved_run(const std::string& path, std::string* why);
+  // A saved run's file and device ("bench.json (NVIDIA H200, compute capability 9.0, ...)"); empty for a run
+  // of this session.
+  std::string bench_source() const;
 
   // "dql:awq-int4-fp16:0x76543210:step=5[:view=lop3]" and back. restore() leaves the model
   // untouched and explains in `why` when the token is malformed.

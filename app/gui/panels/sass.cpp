@@ -263,8 +263,7 @@ void draw_kernel_list(Model& m, const Ui& ui) {
         if (!r.f->bench.empty()) ImGui::Text("bench kernel: %s", r.f->bench.c_str());
         bool by_name = false;
         for (const auto* t : times) {
-          ImGui::Text("%s %s: %.2f us, %.0f GB/s, %.1f%% of copy", t->kernel.c_str(), t->shape.c_str(),
-                      t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);
+          ImGui::TextUnformatted(front::timed_row_text(*t).c_str());
           by_name = by_name || t->launches.empty();
         }
         if (by_name) {
@@ -363,11 +362,8 @@ void draw_listing(Model& m, const Ui& ui) {
              row.pe->total(), row.pe->counts.total, row.pe->loop ? "loop" : "kernel", row.pe->elements);
   }
   const auto times = bench_rows_of(m, f);
-  if (!times.empty() && !m.bench_source.empty()) dim_text("timed in a saved run: %s", m.bench_source.c_str());
-  for (const auto* t : times) {
-    dim_text("timed: %s %s  %.2f us  %.0f GB/s  %.1f%% of copy", t->kernel.c_str(), t->shape.c_str(),
-             t->stats.median_s * 1e6, t->gbps, t->pct_of_copy);
-  }
+  if (!times.empty() && !m.bench_file.empty()) dim_text("timed in a saved run: %s", m.bench_source().c_str());
+  for (const auto* t : times) dim_text("timed: %s", front::timed_row_text(*t).c_str());
 
   // The step the stepper is on, when it is a lop3 or prmt: the same immediates light up here.
   int step_kind = 0;  // 1 lop3, 2 prmt
@@ -447,7 +443,7 @@ void draw_sass(Model& m, const Ui& ui) {
     wrapped_text("%s", std::string(sass::unavailable_reason()).c_str());
     ImGui::TextDisabled("The other views do not need it.");
     // A script's keys for the listing are answered with the reason rather than waited for.
-    for (const char* key : {"sass.filter", "sass.kernel"}) {
+    for (const char* key : {"sass.filter", "sass.kernel", "sass.timed"}) {
       if (scripted(key))
         m.set_error(fmt::format("{} has no listing to act on: {}", key, sass::unavailable_reason()));
     }
@@ -481,7 +477,7 @@ void draw_sass(Model& m, const Ui& ui) {
       ImGui::SetTooltip(
           "The kernels the benchmark results launched (%s), each with its time; on the CPU twin, the kernels "
           "of the bench kernels it timed",
-          m.bench_source.empty() ? "this session's run" : m.bench_source.c_str());
+          m.bench_file.empty() ? "this session's run" : m.bench_source().c_str());
     }
   }
   for (auto c : {OpClass::Lop3, OpClass::Prmt, OpClass::Hfma2, OpClass::I2F}) {

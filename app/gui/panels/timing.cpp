@@ -423,7 +423,7 @@ void draw_timing(Model& m, const Ui& ui) {
     }
     s.device_line = s.backend->info().summary();
     s.hopper = s.backend->info().backend == "cuda" && s.backend->info().cc() == 90;
-    if (!m.bench_source.empty()) {  // a saved run opened at the start (--saved-run): its path in the field
+    if (!m.bench_file.empty()) {  // a saved run opened at the start (--saved-run): its path in the field
       s.show_results = 3;
       s.open_path = m.bench_file;
     }
@@ -509,7 +509,6 @@ void draw_timing(Model& m, const Ui& ui) {
       std::vector<BenchRow> rows = s.job.get();
       if (!rows.empty()) {
         m.bench_rows = std::move(rows);
-        m.bench_source.clear();
         m.bench_file.clear();
         m.bench_copy_gbps = copy_bandwidth(*s.backend);  // measured by the run, cached
         const GpuClocks clocks = s.backend->info().backend == "cuda" ? read_gpu_clocks() : GpuClocks{};
@@ -706,9 +705,9 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::SetScrollHereY(0.0f);
     --s.show_results;
   }
-  if (!m.bench_source.empty()) {
+  if (!m.bench_file.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, palette::kHighlight);
-    wrapped_text("A saved run: %s", m.bench_source.c_str());
+    wrapped_text("A saved run: %s", m.bench_source().c_str());
     ImGui::PopStyleColor();
   }
   if (m.bench_copy_gbps > 0)
