@@ -359,12 +359,23 @@ TEST_CASE("SASS view: only the kernels a saved run timed, with the filter") {
   CHECK(dequant.output.find("the app shows: no kernel the benchmark results timed matches the filter "
                             "'dequant': clear the filter, or untick") != std::string::npos);
   // Its one-row kernel was timed; untimed, the dequant kernels are listed again, with no sentence.
+  // Ticking moves the listing off the dequant kernel it opened on (not launched) to the list's first...
   const dql::test::GuiRun lane = sass("sass.timed=1;sass.filter=ft_lane");
   CHECK(lane.status == 0);
   CHECK(lane.output.find("the app shows") == std::string::npos);
+  CHECK(lane.output.find(
+            "SASS listing of sm_90 ft_lane_kernel<fp16, false, 16, false, false, false, false>\n") !=
+        std::string::npos);
+  // ... and keeps a kernel the run launched.
+  const dql::test::GuiRun kept =
+      sass("sass.filter=ft_lane;sass.kernel=ft_lane_kernel<fp16, true, 32*;sass.timed=1");
+  CHECK(kept.output.find(
+            "SASS listing of sm_90 ft_lane_kernel<fp16, true, 32, false, false, false, false>\n") !=
+        std::string::npos);
   const dql::test::GuiRun all = sass("sass.timed=0;sass.filter=dequant");
   CHECK(all.status == 0);
   CHECK(all.output.find("the app shows") == std::string::npos);
+  CHECK(all.output.find("SASS listing of sm_90 dequant_awq_kernel\n") != std::string::npos);
   // A value the key does not take: a sentence, the setting kept.
   const dql::test::GuiRun bad = sass("sass.timed=yes");
   CHECK(bad.output.find("sass.timed 'yes' is not a choice it offers") != std::string::npos);

@@ -628,7 +628,11 @@ int run_gui(const GuiOptions& opt) {
           std::fprintf(stderr, "dequant-lab: the app shows: %s\n", m.last_error.c_str());
         }
         // A scripted run (tests) also says where the model ended up.
-        if (!opt.script.empty()) std::fprintf(stderr, "dequant-lab: state %s\n", m.token().c_str());
+        if (!opt.script.empty()) {
+          std::fprintf(stderr, "dequant-lab: state %s\n", m.token().c_str());
+          if (const std::string k = sass_view_selection(); m.view == ViewId::Sass && !k.empty())
+            std::fprintf(stderr, "dequant-lab: SASS listing of %s\n", k.c_str());
+        }
         break;
       }
     }

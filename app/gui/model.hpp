@@ -144,5 +144,7 @@ void draw_timing(Model& m, const Ui& ui);
 void draw_sass(Model& m, const Ui& ui);
 // True while the SASS view is reading an architecture's listing (screenshots wait for it).
 bool sass_view_busy();
+// The SASS view's listed kernel ("sm_90 NAME"); empty before the view has read a listing.
+std::string sass_view_selection();
 
 }  // namespace dql::gui

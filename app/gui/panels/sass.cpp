@@ -72,6 +72,8 @@ struct SassState {
   std::string unmatched;           // the last filter found to match no kernel (said once, not every frame)
   bool chose_arch = false;
   bool timed_only = false;  // only the kernels the benchmark results launched (shown where there are results)
+  bool listed_timed_only =
+      false;  // what the list was drawn with last (the tick's change moves the selection)
   // An architecture's listing is unpacked and parsed once, off the frame's thread (a second or
   // more for the largest): `loading` is in flight for `loading_arch`.
   std::future<const sass::Listing*> loading;
@@ -199,6 +201,13 @@ void draw_kernel_list(Model& m, const Ui& ui) {
     if (timed && g.timed_only && bench_rows_of(m, *g.rows[i].f).empty()) continue;
     shown.push_back(i);
   }
+  // Ticking "only the kernels timed" leaves the listing on a kernel of the list: the one selected if the
+  // results launched it, else the list's first.
+  const bool ticked = timed && g.timed_only && !g.listed_timed_only;
+  g.listed_timed_only = timed && g.timed_only;
+  if (ticked && !shown.empty() &&
+      std::find(shown.begin(), shown.end(), static_cast<size_t>(g.selected)) == shown.end())
+    g.selected = static_cast<int>(shown.front());
   if (shown.empty() && !g.rows.empty()) {
     const std::string sentence = matched ? no_timed_sentence(g.filter) : no_match_sentence(g.filter);
     ImGui::PushTextWrapPos(0.0f);
@@ -437,6 +446,11 @@ void draw_listing(Model& m, const Ui& ui) {
 }  // namespace
 
 bool sass_view_busy() { return g.loading.valid(); }
+
+std::string sass_view_selection() {
+  if (g.selected < 0 || g.selected >= static_cast<int>(g.rows.size())) return {};
+  return fmt::format("{} {}", g.rows_arch, g.rows[static_cast<size_t>(g.selected)].f->name);
+}
 
 void draw_sass(Model& m, const Ui& ui) {
   if (sass::embedded().empty()) {
