@@ -72,8 +72,8 @@ struct SassState {
   std::string unmatched;           // the last filter found to match no kernel (said once, not every frame)
   bool chose_arch = false;
   bool timed_only = false;  // only the kernels the benchmark results launched (shown where there are results)
-  bool listed_timed_only =
-      false;  // what the list was drawn with last (the tick's change moves the selection)
+  // `timed_only` as the list was last drawn with it: ticking it moves the selection (draw_kernel_list).
+  bool listed_timed_only = false;
   // An architecture's listing is unpacked and parsed once, off the frame's thread (a second or
   // more for the largest): `loading` is in flight for `loading_arch`.
   std::future<const sass::Listing*> loading;
