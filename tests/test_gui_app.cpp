@@ -358,8 +358,8 @@ TEST_CASE("SASS view: only the kernels a saved run timed, with the filter") {
   }
   CHECK(dequant.output.find("the app shows: no kernel the benchmark results timed matches the filter "
                             "'dequant': clear the filter, or untick") != std::string::npos);
-  // Its one-row kernel was timed; untimed, the dequant kernels are listed again, with no sentence.
-  // Ticking moves the listing off the dequant kernel it opened on (not launched) to the list's first...
+  // Its one-row kernel was timed: ticking moves the listing off the dequant kernel it opened on (not
+  // launched) to the list's first...
   const dql::test::GuiRun lane = sass("sass.timed=1;sass.filter=ft_lane");
   CHECK(lane.status == 0);
   CHECK(lane.output.find("the app shows") == std::string::npos);
@@ -369,9 +369,11 @@ TEST_CASE("SASS view: only the kernels a saved run timed, with the filter") {
   // ... and keeps a kernel the run launched.
   const dql::test::GuiRun kept =
       sass("sass.filter=ft_lane;sass.kernel=ft_lane_kernel<fp16, true, 32*;sass.timed=1");
+  CHECK(kept.status == 0);
   CHECK(kept.output.find(
             "SASS listing of sm_90 ft_lane_kernel<fp16, true, 32, false, false, false, false>\n") !=
         std::string::npos);
+  // Untimed, the dequant kernels are listed again, with no sentence, and the listing stays where it opened.
   const dql::test::GuiRun all = sass("sass.timed=0;sass.filter=dequant");
   CHECK(all.status == 0);
   CHECK(all.output.find("the app shows") == std::string::npos);

@@ -114,6 +114,12 @@ void print_times(const std::vector<const BenchRow*>& rows, const Style& st) {
   }
 }
 
+// A line printed without the spaces its padding left at its end.
+void print_line(std::string line) {
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  fmt::print("{}\n", line);
+}
+
 // The name column: as wide as the longest name listed (template arguments included), at least 44.
 size_t name_width(const std::vector<const sass::Function*>& fns) {
   size_t w = 44;
@@ -134,9 +140,7 @@ void print_list(const std::vector<const sass::Function*>& fns, const Style& st,
     for (auto k : kShown) line += fmt::format(" {:>6}", c[k]);
     line += fmt::format(" {:>8}", per_element_cell(*f));
     if (!f->bench.empty()) line += "  " + st.dim(f->bench);
-    while (!line.empty() && line.back() == ' ')
-      line.pop_back();  // a kernel without figures ends at its counts
-    fmt::print("{}\n", line);
+    print_line(std::move(line));  // a kernel without figures ends at its counts
     if (timed) print_times(front::rows_timing(*timed, *f), st);
   }
 }
@@ -183,8 +187,7 @@ void print_listing(const sass::Function& f, const std::string& arch, const Style
                                    st.dim(fmt::format("{:04x}", in.address)), mark ? ">" : " ");
     line += mark ? st.bold(fmt::format("{:<52}", text)) : fmt::format("{:<52}", text);
     if (!decoded.empty()) line += "  " + st.good(decoded);
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    fmt::print("{}\n", line);
+    print_line(std::move(line));
   }
 }
 

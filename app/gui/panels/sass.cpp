@@ -195,16 +195,17 @@ void draw_kernel_list(Model& m, const Ui& ui) {
   std::vector<size_t> shown;
   shown.reserve(g.rows.size());
   bool matched = false;  // by the filter, timed or not
+  const bool only_timed = timed && g.timed_only;
   for (size_t i = 0; i < g.rows.size(); ++i) {
     if (!filter_match(g.rows[i].f->name, g.rows[i].f->bench)) continue;
     matched = true;
-    if (timed && g.timed_only && bench_rows_of(m, *g.rows[i].f).empty()) continue;
+    if (only_timed && bench_rows_of(m, *g.rows[i].f).empty()) continue;
     shown.push_back(i);
   }
   // Ticking "only the kernels timed" leaves the listing on a kernel of the list: the one selected if the
   // results launched it, else the list's first.
-  const bool ticked = timed && g.timed_only && !g.listed_timed_only;
-  g.listed_timed_only = timed && g.timed_only;
+  const bool ticked = only_timed && !g.listed_timed_only;
+  g.listed_timed_only = only_timed;
   if (ticked && !shown.empty() &&
       std::find(shown.begin(), shown.end(), static_cast<size_t>(g.selected)) == shown.end())
     g.selected = static_cast<int>(shown.front());
