@@ -20,20 +20,37 @@
 // piece (warp w the 512-byte piece w of each group, a lane 16 bytes) and its first scale.
 struct LaneAt {
   int warp, lane, count;
-  int64_t cg0, stride;
+  int64_t cg0, stride;  // stride: uint4s from one column group of the walk to the next
   const uint4* p;
   const uint16_t* sp;
+  int64_t sstep;  // halves from one column group's scale to the next
 };
+// CGM: the scales laid out column group by column group ([N / 4][K / 128][4] halves) instead of [K / 128][N]:
+// a step's scales for the whole block (its 64 rows of one column group) are then 512 contiguous bytes.
+// ILV: block b walks column groups b, b + blocks, b + 2 blocks, ... instead of a contiguous range, so that at
+// each step the grid's blocks read neighbouring column groups (one window of blocks x 16 KB, as a
+// grid-stride read does) rather than 131 places 880 KB apart (a contiguous range a block).
+template <bool CGM = false, bool ILV = false>
 __device__ __forceinline__ LaneAt lane_at(const uint4* q, const uint16_t* scales, int64_t n, int64_t k,
                                           int per_block) {
   LaneAt a;
   a.warp = threadIdx.x / 32, a.lane = threadIdx.x % 32;
-  a.cg0 = int64_t{blockIdx.x} * per_block;
-  const int64_t left = n / 4 - a.cg0;
-  a.count = left < per_block ? static_cast<int>(left) : per_block;
-  a.stride = k / 8;
-  a.p = q + a.cg0 * a.stride + a.warp * 32 + a.lane;
-  a.sp = scales + (int64_t{a.warp} * 256 + (a.lane / 16) * 128) / 128 * n + 4 * a.cg0 + a.lane % 4;
+  const int64_t groups = n / 4, blocks = gridDim.x;
+  const int64_t row = (int64_t{a.warp} * 256 + (a.lane / 16) * 128) / 128;
+  if constexpr (ILV) {
+    a.cg0 = blockIdx.x;
+    a.count = static_cast<int>((groups - a.cg0 + blocks - 1) / blocks);
+    a.stride = blocks * (k / 8);
+    a.sstep = 4 * blocks;
+  } else {
+    a.cg0 = int64_t{blockIdx.x} * per_block;
+    const int64_t left = groups - a.cg0;
+    a.count = left < per_block ? static_cast<int>(left) : per_block;
+    a.stride = k / 8;
+    a.sstep = CGM ? (k / 128) * 4 : 4;
+  }
+  a.p = q + a.cg0 * (k / 8) + a.warp * 32 + a.lane;
+  a.sp = CGM ? scales + (a.cg0 * (k / 128) + row) * 4 + a.lane % 4 : scales + row * n + 4 * a.cg0 + a.lane % 4;
   return a;
 }
 
@@ -41,7 +58,8 @@ __device__ __forceinline__ LaneAt lane_at(const uint4* q, const uint16_t* scales
 template <int A, bool SCALES, int SF = 0>
 __global__ void __launch_bounds__(1024, 1)
     lane_read(const uint4* q, const uint16_t* scales, int64_t n, int64_t k, int per_block) {
-  [[maybe_unused]] auto [warp, lane, count, cg0, stride, p, sp] = lane_at(q, scales, n, k, per_block);
+  [[maybe_unused]] auto [warp, lane, count, cg0, stride, p, sp, sstep] =
+      lane_at<SF == 4, SF == 5>(q, scales, n, k, per_block);
   if (SF == 2 && SCALES) {  // the block's 64 scale rows into L2 at the start, one bulk prefetch a row
     for (int r = threadIdx.x; r < k / 128; r += blockDim.x) {
       const uintptr_t b = reinterpret_cast<uintptr_t>(scales + r * n + 4 * cg0) & ~uintptr_t{15};
@@ -68,7 +86,7 @@ __global__ void __launch_bounds__(1024, 1)
       buf[d] = ldnc(p);
       if (SCALES) sc[d] = scale(sp);
     }
-    p += stride, sp += 4;
+    p += stride, sp += sstep;
   }
   for (int j0 = 0; j0 < count; j0 += A + 1) {
 #pragma unroll
@@ -78,7 +96,7 @@ __global__ void __launch_bounds__(1024, 1)
         buf[slot] = ldnc(p);
         if (SCALES) sc[slot] = scale(sp);
       }
-      p += stride, sp += 4;
+      p += stride, sp += sstep;
       if (j0 + d < count) acc ^= buf[d].x ^ buf[d].y ^ buf[d].z ^ buf[d].w ^ sc[d];
     }
   }
@@ -104,16 +122,17 @@ __device__ __forceinline__ uint32_t fma_h2(uint32_t a, uint32_t b, uint32_t c) {
 // two shuffles and stored to shared memory one step late, as the kernel does with fp16 X in blocks of 32
 // warps, 8 the block's warps' sums added and written as fp16, 16 the step's four products as two chains
 // of two (odd and even words into two accumulators, added after the step), 32 the step's sums stored by
-// the four lanes that hold each column's (no shuffles; 16 floats a step, the meeting adds 4 times as many).
+// the four lanes that hold each column's (no shuffles; 16 floats a step, the meeting adds 4 times as many),
+// 64 the scales column group by column group (CGM, lane_at), 128 the column groups dealt out (ILV, lane_at).
 // The outputs are not the product's (the pair order is not the layout's); only the work is.
 template <int PARTS>
 __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint16_t* scales, const uint4* xv,
                                                       __half* y, int64_t n, int64_t k, int per_block) {
   constexpr int A = 3;
   constexpr bool MMA = PARTS & 1, DEQ = PARTS & 2, EMIT = PARTS & 4, TAIL = PARTS & 8, TWO = PARTS & 16,
-                 LANES = PARTS & 32;
+                 LANES = PARTS & 32, CGM = PARTS & 64, ILV = PARTS & 128;
   extern __shared__ float part[];
-  auto [warp, lane, count, cg0, stride, p, sp] = lane_at(q, scales, n, k, per_block);
+  auto [warp, lane, count, cg0, stride, p, sp, sstep] = lane_at<CGM, ILV>(q, scales, n, k, per_block);
   const uint4 x0 = __ldg(xv + (warp * 16 + lane % 16) * 2), x1 = __ldg(xv + (warp * 16 + lane % 16) * 2 + 1);
   const uint32_t xb[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
   // LANES: the four lanes 8c + {0, 2, 5, 7} that hold a column's sums store them unmet, 16 floats a step.
@@ -166,7 +185,7 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
 #pragma unroll
   for (int d = 0; d < A; ++d) {
     if (d < count) buf[d] = ldnc(p), sc[d] = __ldg(sp);
-    p += stride, sp += 4;
+    p += stride, sp += sstep;
   }
   int j0 = 0;
   for (; j0 + 2 * A + 1 <= count; j0 += A + 1) {  // whole rounds unchecked, as the kernel's walk
@@ -174,7 +193,7 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
     for (int d = 0; d <= A; ++d) {
       const int slot = (d + A) % (A + 1);
       buf[slot] = ldnc(p), sc[slot] = __ldg(sp);
-      p += stride, sp += 4;
+      p += stride, sp += sstep;
       body(buf[d], sc[d], j0 + d);
     }
   }
@@ -183,7 +202,7 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
     for (int d = 0; d <= A; ++d) {
       const int slot = (d + A) % (A + 1);
       if (j0 + d + A < count) buf[slot] = ldnc(p), sc[slot] = __ldg(sp);
-      p += stride, sp += 4;
+      p += stride, sp += sstep;
       if (j0 + d < count) body(buf[d], sc[d], j0 + d);
     }
   }
@@ -203,7 +222,8 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
         for (int w = 0; w < 32; ++w)
           v += part[w * per_block * 4 + i];  // without EMIT: unwritten, timing only
       }
-      y[4 * cg0 + i] = __float2half(v + static_cast<float>(acc & 1u));
+      const int64_t ch = ILV ? 4 * (cg0 + (i / 4) * int64_t{gridDim.x}) + i % 4 : 4 * cg0 + i;
+      y[ch] = __float2half(v + static_cast<float>(acc & 1u));
     }
   }
   if (acc == 0x12345678u) sink = acc;
@@ -227,6 +247,15 @@ __global__ void __launch_bounds__(1024, 1) range_read(const uint4* p, int64_t n)
 
 __global__ void empty_kernel(int64_t) {}
 
+// Random bits (a hash of the index) in n words: RANDOM=1 fills the weights so, instead of one byte repeated.
+__global__ void fill_random(uint32_t* p, int64_t n, uint32_t seed) {
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed;
+    h ^= h >> 15, h *= 0x85EBCA77u, h ^= h >> 13, h *= 0xC2B2AE3Du, h ^= h >> 16;
+    p[i] = h;
+  }
+}
+
 int main() {
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
@@ -245,10 +274,17 @@ int main() {
     const int64_t qbytes = n * k / 2, sbytes = n * (k / 128) * 2;
     uint4* q = nullptr;
     uint16_t* sc = nullptr;
+    uint16_t* sct = nullptr;  // the same bytes in the CGM layout
     CK(cudaMalloc(&q, qbytes));
     CK(cudaMalloc(&sc, sbytes));
+    CK(cudaMalloc(&sct, sbytes));
     CK(cudaMemset(q, 7, qbytes));
+    if (std::getenv("RANDOM")) {
+      fill_random<<<1024, 256>>>(reinterpret_cast<uint32_t*>(q), qbytes / 4, 1u);
+      CK(cudaDeviceSynchronize());
+    }
     CK(cudaMemset(sc, 1, sbytes));
+    CK(cudaMemset(sct, 1, sbytes));
     uint4* xv = nullptr;
     __half* y = nullptr;
     CK(cudaMalloc(&xv, k * 2));
@@ -267,33 +303,29 @@ int main() {
       char nm[96];
       std::snprintf(nm, sizeof nm, "lane A=3 scales (%u blocks of %d)", blocks, per);
       row(nm, tm.median_us([&] { lane_read<3, true><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
-      row("lane A=3 scales L2::256B",
-          tm.median_us([&] { lane_read<3, true, 1><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
-      row("lane A=3 scales prefetched (bulk, L2)",
-          tm.median_us([&] { lane_read<3, true, 2><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
-      row("lane A=3 no scales",
-          tm.median_us([&] { lane_read<3, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
-          static_cast<double>(qbytes));
-      row("lane A=5 scales", tm.median_us([&] { lane_read<5, true><<<blocks, 1024>>>(q, sc, n, k, per); }),
-          bytes);
-      const auto parts = [&](const char* name, auto kernel, int floats = 4) {
+      const auto parts = [&](const char* name, auto kernel, const uint16_t* scales, int floats = 4) {
         const size_t shm = size_t{32} * per * floats * sizeof(float);
         CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm)));
-        row(name, tm.median_us([&] { kernel<<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); }), bytes);
+        row(name, tm.median_us([&] { kernel<<<blocks, 1024, shm>>>(q, scales, xv, y, n, k, per); }), bytes);
       };
-      parts("parts 0: the kernel's walk alone", lane_parts<0>);
-      parts("parts 1: + products", lane_parts<1>);
-      parts("parts 3: + the recipe", lane_parts<3>);
-      parts("parts 7: + the sums a step, late", lane_parts<7>);
-      parts("parts 15: + the block's meeting", lane_parts<15>);
-      parts("parts 13: all but the recipe", lane_parts<13>);
-      parts("parts 9: products and the meeting", lane_parts<9>);
-      parts("parts 17: products as two chains", lane_parts<17>);
-      parts("parts 29: all but the recipe, two (spills)", lane_parts<29>);
-      parts("parts 31: all, two chains (spills)", lane_parts<31>);
-      parts("parts 39: 7, sums unmet by four lanes", lane_parts<39>, 16);
-      parts("parts 47: 15, sums unmet by four lanes", lane_parts<47>, 16);
-      parts("parts 45: 47 without the recipe", lane_parts<45>, 16);
+      for (int round = 0; round < 2; ++round) {  // the scales' two layouts alternated
+        row("lane A=3 scales [K/128][N]",
+            tm.median_us([&] { lane_read<3, true><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
+        row("lane A=3 scales [N/4][K/128][4] (CGM)",
+            tm.median_us([&] { lane_read<3, true, 4><<<blocks, 1024>>>(q, sct, n, k, per); }), bytes);
+        row("lane A=3 scales, column groups dealt out (ILV)",
+            tm.median_us([&] { lane_read<3, true, 5><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
+        row("lane A=3 no scales",
+            tm.median_us([&] { lane_read<3, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
+            static_cast<double>(qbytes));
+        row("lane A=3 no scales, ILV",
+            tm.median_us([&] { lane_read<3, false, 5><<<blocks, 1024>>>(q, sc, n, k, per); }),
+            static_cast<double>(qbytes));
+        parts("parts 0: the kernel's walk alone", lane_parts<0>, sc);
+        parts("parts 128: the walk alone, ILV", lane_parts<128>, sc);
+        parts("parts 47: the kernel's work, sums unmet", lane_parts<47>, sc, 16);
+        parts("parts 175: 47 with ILV", lane_parts<175>, sc, 16);
+      }
       row("lane A=7 no scales",
           tm.median_us([&] { lane_read<7, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
           static_cast<double>(qbytes));
@@ -311,6 +343,7 @@ int main() {
         static_cast<double>(qbytes));
     CK(cudaFree(q));
     CK(cudaFree(sc));
+    CK(cudaFree(sct));
     CK(cudaFree(xv));
     CK(cudaFree(y));
   }
