@@ -125,12 +125,20 @@ __device__ __forceinline__ uint32_t fma_h2(uint32_t a, uint32_t b, uint32_t c) {
 // the four lanes that hold each column's (no shuffles; 16 floats a step, the meeting adds 4 times as many),
 // 64 the scales column group by column group (CGM, lane_at), 128 the column groups dealt out (ILV, lane_at).
 // The outputs are not the product's (the pair order is not the layout's); only the work is.
+__device__ unsigned long long stamps[2 * 1024];  // TRACE: each block's start and end, %globaltimer
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
 template <int PARTS>
 __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint16_t* scales, const uint4* xv,
                                                       __half* y, int64_t n, int64_t k, int per_block) {
   constexpr int A = 3;
   constexpr bool MMA = PARTS & 1, DEQ = PARTS & 2, EMIT = PARTS & 4, TAIL = PARTS & 8, TWO = PARTS & 16,
-                 LANES = PARTS & 32, CGM = PARTS & 64, ILV = PARTS & 128;
+                 LANES = PARTS & 32, CGM = PARTS & 64, ILV = PARTS & 128, TRACE = PARTS & 256;
+  if (TRACE && threadIdx.x == 0) stamps[2 * blockIdx.x] = global_ns();
   extern __shared__ float part[];
   auto [warp, lane, count, cg0, stride, p, sp, sstep] = lane_at<CGM, ILV>(q, scales, n, k, per_block);
   const uint4 x0 = __ldg(xv + (warp * 16 + lane % 16) * 2), x1 = __ldg(xv + (warp * 16 + lane % 16) * 2 + 1);
@@ -225,6 +233,10 @@ __global__ void __launch_bounds__(1024, 1) lane_parts(const uint4* q, const uint
       const int64_t ch = ILV ? 4 * (cg0 + (i / 4) * int64_t{gridDim.x}) + i % 4 : 4 * cg0 + i;
       y[ch] = __float2half(v + static_cast<float>(acc & 1u));
     }
+  }
+  if constexpr (TRACE) {
+    __syncthreads();
+    if (threadIdx.x == 0) stamps[2 * blockIdx.x + 1] = global_ns();
   }
   if (acc == 0x12345678u) sink = acc;
 }
@@ -325,6 +337,29 @@ int main() {
         parts("parts 128: the walk alone, ILV", lane_parts<128>, sc);
         parts("parts 47: the kernel's work, sums unmet", lane_parts<47>, sc, 16);
         parts("parts 175: 47 with ILV", lane_parts<175>, sc, 16);
+      }
+      if (std::getenv("TRACE")) {  // each block's start and end in one launch after warming
+        const auto trace = [&](const char* name, auto kernel) {
+          const size_t shm = size_t{32} * per * 16 * sizeof(float);
+          CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm)));
+          tm.median_us([&] { kernel<<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); });
+          std::vector<unsigned long long> st(2 * blocks);
+          CK(cudaMemcpyFromSymbol(st.data(), stamps, st.size() * sizeof(unsigned long long)));
+          unsigned long long t0 = ~0ull;
+          for (unsigned b = 0; b < blocks; ++b) t0 = std::min(t0, st[2 * b]);
+          std::vector<double> s0, e0;
+          for (unsigned b = 0; b < blocks; ++b) s0.push_back((st[2 * b] - t0) / 1e3), e0.push_back((st[2 * b + 1] - t0) / 1e3);
+          std::vector<double> es = e0;
+          std::sort(es.begin(), es.end());
+          std::printf("  %s: starts within %.2f us; ends min %.2f p10 %.2f median %.2f p90 %.2f max %.2f us\n", name,
+                      *std::max_element(s0.begin(), s0.end()), es[0], es[es.size() / 10], es[es.size() / 2],
+                      es[es.size() * 9 / 10], es.back());
+          std::printf("   ends by block:");
+          for (unsigned b = 0; b < blocks; ++b) std::printf(" %.1f", e0[b]);
+          std::printf("\n");
+        };
+        trace("trace parts 47", lane_parts<47 | 256>);
+        trace("trace parts 175 (ILV)", lane_parts<175 | 256>);
       }
       row("lane A=7 no scales",
           tm.median_us([&] { lane_read<7, false><<<blocks, 1024>>>(q, sc, n, k, per); }),
