@@ -7,6 +7,9 @@
 // the stream hold with TIMER_HOLD=1 as the bench engine does).
 //
 //   nvcc -O3 -arch=sm_90 -std=c++20 -o lane_read notes/experiments/lane_read.cu && ./lane_read
+//
+// RANDOM=1 fills the weights with random bits instead of one byte repeated; TRACE=1 adds each block's start
+// and end (%globaltimer) in one launch of the kernel's work, contiguous and dealt out (ILV).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -50,7 +53,8 @@ __device__ __forceinline__ LaneAt lane_at(const uint4* q, const uint16_t* scales
     a.sstep = CGM ? (k / 128) * 4 : 4;
   }
   a.p = q + a.cg0 * (k / 8) + a.warp * 32 + a.lane;
-  a.sp = CGM ? scales + (a.cg0 * (k / 128) + row) * 4 + a.lane % 4 : scales + row * n + 4 * a.cg0 + a.lane % 4;
+  a.sp =
+      CGM ? scales + (a.cg0 * (k / 128) + row) * 4 + a.lane % 4 : scales + row * n + 4 * a.cg0 + a.lane % 4;
   return a;
 }
 
@@ -261,7 +265,8 @@ __global__ void empty_kernel(int64_t) {}
 
 // Random bits (a hash of the index) in n words: RANDOM=1 fills the weights so, instead of one byte repeated.
 __global__ void fill_random(uint32_t* p, int64_t n, uint32_t seed) {
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
     uint32_t h = static_cast<uint32_t>(i) * 0x9E3779B1u ^ seed;
     h ^= h >> 15, h *= 0x85EBCA77u, h ^= h >> 13, h *= 0xC2B2AE3Du, h ^= h >> 16;
     p[i] = h;
@@ -315,12 +320,30 @@ int main() {
       char nm[96];
       std::snprintf(nm, sizeof nm, "lane A=3 scales (%u blocks of %d)", blocks, per);
       row(nm, tm.median_us([&] { lane_read<3, true><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
+      row("lane A=3 scales L2::256B",
+          tm.median_us([&] { lane_read<3, true, 1><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
+      row("lane A=3 scales prefetched (bulk, L2)",
+          tm.median_us([&] { lane_read<3, true, 2><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
+      row("lane A=5 scales", tm.median_us([&] { lane_read<5, true><<<blocks, 1024>>>(q, sc, n, k, per); }),
+          bytes);
       const auto parts = [&](const char* name, auto kernel, const uint16_t* scales, int floats = 4) {
         const size_t shm = size_t{32} * per * floats * sizeof(float);
         CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm)));
         row(name, tm.median_us([&] { kernel<<<blocks, 1024, shm>>>(q, scales, xv, y, n, k, per); }), bytes);
       };
-      for (int round = 0; round < 2; ++round) {  // the scales' two layouts alternated
+      parts("parts 1: + products", lane_parts<1>, sc);
+      parts("parts 3: + the recipe", lane_parts<3>, sc);
+      parts("parts 7: + the sums a step, late", lane_parts<7>, sc);
+      parts("parts 15: + the block's meeting", lane_parts<15>, sc);
+      parts("parts 13: all but the recipe", lane_parts<13>, sc);
+      parts("parts 9: products and the meeting", lane_parts<9>, sc);
+      parts("parts 17: products as two chains", lane_parts<17>, sc);
+      parts("parts 29: all but the recipe, two (spills)", lane_parts<29>, sc);
+      parts("parts 31: all, two chains (spills)", lane_parts<31>, sc);
+      parts("parts 39: 7, sums unmet by four lanes", lane_parts<39>, sc, 16);
+      parts("parts 45: 47 without the recipe", lane_parts<45>, sc, 16);
+      // Main's layout and walk against CGM and ILV (lane_at), in turn, twice.
+      for (int round = 0; round < 2; ++round) {
         row("lane A=3 scales [K/128][N]",
             tm.median_us([&] { lane_read<3, true><<<blocks, 1024>>>(q, sc, n, k, per); }), bytes);
         row("lane A=3 scales [N/4][K/128][4] (CGM)",
@@ -341,19 +364,22 @@ int main() {
       if (std::getenv("TRACE")) {  // each block's start and end in one launch after warming
         const auto trace = [&](const char* name, auto kernel) {
           const size_t shm = size_t{32} * per * 16 * sizeof(float);
-          CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shm)));
+          CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(shm)));
           tm.median_us([&] { kernel<<<blocks, 1024, shm>>>(q, sc, xv, y, n, k, per); });
           std::vector<unsigned long long> st(2 * blocks);
           CK(cudaMemcpyFromSymbol(st.data(), stamps, st.size() * sizeof(unsigned long long)));
           unsigned long long t0 = ~0ull;
           for (unsigned b = 0; b < blocks; ++b) t0 = std::min(t0, st[2 * b]);
           std::vector<double> s0, e0;
-          for (unsigned b = 0; b < blocks; ++b) s0.push_back((st[2 * b] - t0) / 1e3), e0.push_back((st[2 * b + 1] - t0) / 1e3);
+          for (unsigned b = 0; b < blocks; ++b)
+            s0.push_back((st[2 * b] - t0) / 1e3), e0.push_back((st[2 * b + 1] - t0) / 1e3);
           std::vector<double> es = e0;
           std::sort(es.begin(), es.end());
-          std::printf("  %s: starts within %.2f us; ends min %.2f p10 %.2f median %.2f p90 %.2f max %.2f us\n", name,
-                      *std::max_element(s0.begin(), s0.end()), es[0], es[es.size() / 10], es[es.size() / 2],
-                      es[es.size() * 9 / 10], es.back());
+          std::printf(
+              "  %s: starts within %.2f us; ends min %.2f p10 %.2f median %.2f p90 %.2f max %.2f us\n", name,
+              *std::max_element(s0.begin(), s0.end()), es[0], es[es.size() / 10], es[es.size() / 2],
+              es[es.size() * 9 / 10], es.back());
           std::printf("   ends by block:");
           for (unsigned b = 0; b < blocks; ++b) std::printf(" %.1f", e0[b]);
           std::printf("\n");
