@@ -360,12 +360,12 @@ TEST_CASE("SASS view: only the kernels a saved run timed, with the filter") {
                             "'dequant': clear the filter, or untick") != std::string::npos);
   // Its one-row kernel was timed: ticking moves the listing off the dequant kernel it opened on (not
   // launched) to the list's first...
+  const std::string lane_first =
+      "SASS listing of sm_90 ft_lane_kernel<fp16, false, 16, false, false, false, false>\n";
   const dql::test::GuiRun lane = sass("sass.timed=1;sass.filter=ft_lane");
   CHECK(lane.status == 0);
   CHECK(lane.output.find("the app shows") == std::string::npos);
-  CHECK(lane.output.find(
-            "SASS listing of sm_90 ft_lane_kernel<fp16, false, 16, false, false, false, false>\n") !=
-        std::string::npos);
+  CHECK(lane.output.find(lane_first) != std::string::npos);
   // ... and keeps a kernel the run launched.
   const dql::test::GuiRun kept =
       sass("sass.filter=ft_lane;sass.kernel=ft_lane_kernel<fp16, true, 32*;sass.timed=1");
@@ -381,6 +381,25 @@ TEST_CASE("SASS view: only the kernels a saved run timed, with the filter") {
   // A value the key does not take: a sentence, the setting kept.
   const dql::test::GuiRun bad = sass("sass.timed=yes");
   CHECK(bad.output.find("sass.timed 'yes' is not a choice it offers") != std::string::npos);
+  // The list's width by its bar: a width in em within what the window leaves, or auto; anything else is
+  // a sentence with the range, and the listing stays where it was.
+  const dql::test::GuiRun wide = sass("sass.filter=ft_lane; sass.timed=1; sass.list-width=50");
+  CHECK(wide.status == 0);
+  CHECK(wide.output.find("the app shows") == std::string::npos);
+  CHECK(wide.output.find(lane_first) != std::string::npos);
+  for (const char* width : {"wide", "8", "500", "-40", "50em"}) {
+    const dql::test::GuiRun w =
+        sass(std::string("sass.filter=ft_lane;sass.timed=1;sass.list-width=") + width);
+    CAPTURE(width);
+    CHECK(w.status == 0);
+    CHECK(w.output.find(std::string("the app shows: sass.list-width '") + width +
+                        "' is not a width this window allows: give the list's width in em, ") !=
+          std::string::npos);
+    CHECK(w.output.find("beside the listing at this size, or auto; the setting is kept") !=
+          std::string::npos);
+    CHECK(w.output.find(lane_first) != std::string::npos);
+  }
+  CHECK(sass("sass.list-width=50;sass.list-width=auto").output.find("the app shows") == std::string::npos);
 }
 
 TEST_CASE("without a display: one line pointing to xvfb-run and the terminal commands, status 1") {

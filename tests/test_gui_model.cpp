@@ -327,6 +327,15 @@ TEST_CASE("script: items in order, and an item that is not key=value or a key no
   CHECK(items[2].value == "a=b.svg");  // the first '=' ends the key
   CHECK(parse_script("", &items, &why));
   CHECK(items.empty());
+  // Spaces around items, keys and values are layout; spaces inside a value are kept.
+  REQUIRE(parse_script(" sass.filter = ft_lane ; sass.kernel=ft_lane_kernel<fp16, true*;  ", &items, &why));
+  REQUIRE(items.size() == 2);
+  CHECK(items[0].key == "sass.filter");
+  CHECK(items[0].value == "ft_lane");
+  CHECK(items[1].key == "sass.kernel");
+  CHECK(items[1].value == "ft_lane_kernel<fp16, true*");
+  CHECK(parse_script(" ; ", &items, &why));
+  CHECK(items.empty());
 
   CHECK_FALSE(parse_script("stepper.hex=0x1;timing.run", &items, &why));
   CHECK(why ==

@@ -236,6 +236,28 @@ TEST_CASE("names: short names, bench names, elements per pass, glob") {
   CHECK(sass::glob_match("*", ""));
 }
 
+TEST_CASE("names: a short name fitted to a column") {
+  const auto within = [](size_t n) { return [n](std::string_view s) { return s.size() <= n; }; };
+  const std::string lane = "ft_lane_kernel<fp16, false, 16, false, true, true, false>";
+  CHECK(sass::fit_name(lane, within(80)) == lane);
+  CHECK(sass::fit_name(lane, within(lane.size())) == lane);
+  CHECK(sass::fit_name(lane, within(lane.size() - 1)) == "ft_lane_kernel<fp16,0,16,0,1,1,0>");
+  // The last arguments go, as few as fitting takes; leaving out a last "0" alone would make the name
+  // longer, so the first step leaves out two.
+  CHECK(sass::fit_name(lane, within(32)) == "ft_lane_kernel<fp16,0,16,0,1,..>");
+  CHECK(sass::fit_name(lane, within(28)) == "ft_lane_kernel<fp16,0,16,..>");
+  CHECK(sass::fit_name(lane, within(24)) == "ft_lane_kernel<fp16,..>");
+  // Where nothing fits: the shortest form, which the column clips.
+  CHECK(sass::fit_name(lane, within(10)) == "ft_lane_kernel<fp16,..>");
+  // Nested arguments lose their spaces too; a name without arguments is as it is.
+  CHECK(sass::fit_name("walk_kernel<Foo<1, 2>, true>", within(20)) == "walk_kernel<Foo<1,2>,1>");
+  CHECK(sass::fit_name("stage_x_kernel", within(4)) == "stage_x_kernel");
+  // Arguments are kept whole or left out whole.
+  const std::string bulk = "ft_bulk_kernel<8, 4, fp16, false, 2, true, -1, true, 4, true>";
+  CHECK(sass::fit_name(bulk, within(34)) == "ft_bulk_kernel<8,4,fp16,0,2,1,..>");
+  CHECK(sass::fit_name(bulk, within(30)) == "ft_bulk_kernel<8,4,fp16,0,..>");
+}
+
 TEST_CASE("embedded SASS: each architecture's listing unpacks whole, under a quarter of its size packed") {
   if (sass::embedded().empty()) {
     MESSAGE("this build embedded no SASS: " << sass::unavailable_reason());

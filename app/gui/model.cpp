@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <iterator>
@@ -46,13 +47,22 @@ bool view_from_name(std::string_view name, ViewId* out) {
   return false;
 }
 
+namespace {
+std::string_view trim_spaces(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+}  // namespace
+
 bool parse_script(std::string_view script, std::vector<ScriptItem>* items, std::string* problem) {
   items->clear();
   size_t start = 0;
   while (start <= script.size()) {
     size_t end = script.find(';', start);
     if (end == std::string_view::npos) end = script.size();
-    const std::string_view item = script.substr(start, end - start);
+    // Spaces around an item, its key and its value are the script's layout ("a=1; b = 2"), not part of them.
+    const std::string_view item = trim_spaces(script.substr(start, end - start));
     start = end + 1;
     if (item.empty()) continue;  // "a=1;" or "a=1;;b=2"
     const size_t eq = item.find('=');
@@ -61,14 +71,14 @@ bool parse_script(std::string_view script, std::vector<ScriptItem>* items, std::
           "'{}' is not key=value; items are separated by ';', e.g. timing.run=1;timing.tab=sweep", item);
       return false;
     }
-    const std::string_view key = item.substr(0, eq);
+    const std::string_view key = trim_spaces(item.substr(0, eq));
     if (std::find(std::begin(kScriptKeys), std::end(kScriptKeys), key) == std::end(kScriptKeys)) {
       std::string keys;
       for (const char* k : kScriptKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
       *problem = fmt::format("'{}' is not a script key; the keys are {}", key, keys);
       return false;
     }
-    items->push_back({std::string(key), std::string(item.substr(eq + 1))});
+    items->push_back({std::string(key), std::string(trim_spaces(item.substr(eq + 1)))});
   }
   return true;
 }

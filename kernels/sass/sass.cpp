@@ -224,6 +224,33 @@ std::vector<std::string_view> template_args(std::string_view s, std::string_view
   return args;
 }
 
+std::string fit_name(std::string_view name, const std::function<bool(std::string_view)>& fits) {
+  if (fits(name)) return std::string(name);
+  std::string_view base;
+  const auto args = template_args(name, &base);
+  if (args.empty()) return std::string(name);
+  std::vector<std::string> compact;
+  compact.reserve(args.size());
+  for (const auto a : args) {
+    std::string c = a == "true" ? "1" : a == "false" ? "0" : std::string(a);
+    std::erase(c, ' ');  // nested arguments ("Foo<1, 2>") too
+    compact.emplace_back(std::move(c));
+  }
+  // The form with the first `keep` arguments and ".." for the rest.
+  const auto form = [&](size_t keep) {
+    std::string s = std::string(base) + "<";
+    for (size_t i = 0; i < keep; ++i) s += (i ? "," : "") + compact[i];
+    return s + (keep < compact.size() ? ",..>" : ">");
+  };
+  std::string s = form(compact.size());
+  // Leaving out one argument of one character saves nothing over ",..".
+  for (size_t keep = compact.size() - 1; !fits(s) && keep >= 1; --keep) {
+    const std::string shorter = form(keep);
+    if (shorter.size() < s.size()) s = shorter;
+  }
+  return s;
+}
+
 const char* class_name(OpClass c) { return kNames[static_cast<int>(c)]; }
 const char* class_key(OpClass c) { return kKeys[static_cast<int>(c)]; }
 

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -101,6 +102,11 @@ std::string bench_name(std::string_view short_name);
 // The template arguments of a short name "name<x, y>" ({"x", "y"}, nested ones whole) and, in *base, the
 // name before them; none where it has no template arguments. Views into `s`.
 std::vector<std::string_view> template_args(std::string_view s, std::string_view* base);
+// A short name as a column of `fits` width can show it: the name itself where it fits; else its template
+// arguments written compactly ("ft_lane<fp16,0,16,0,1,1,0>": no spaces, true and false as 1 and 0); else
+// that with its last arguments left out, as few as must be, and ".." in their place ("ft_lane<fp16,0,16,..>":
+// the first arguments say most of which form a kernel is). Where none of these fits, the shortest of them.
+std::string fit_name(std::string_view name, const std::function<bool(std::string_view)>& fits);
 
 // One line saying what an instruction's immediate does: "0x6a: (a & b) ^ c" for LOP3.LUT,
 // "0x5410: d = b5 b4 b1 b0" for PRMT (destination bytes high to low, s(bN) where the sign of

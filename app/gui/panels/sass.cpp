@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <future>
 #include <optional>
@@ -52,6 +54,8 @@ struct KernelRow {
   std::string label;  // the short name without "_kernel", which every kernel has
   sass::Counts counts;
   std::optional<sass::PerElement> pe;
+  std::string shown;  // `label` as the name column shows it (sass::fit_name), made for `shown_w`
+  float shown_w = -1.0f;
 };
 
 struct Line {
@@ -62,8 +66,10 @@ struct SassState {
   std::string arch;       // shown architecture; empty until chosen
   std::string rows_arch;  // the architecture `rows` were made for
   std::vector<KernelRow> rows;
-  int selected = -1;   // index into rows
-  int lines_for = -1;  // the row `lines` were made for
+  float widest_label = 0.0f;     // the widest label of `rows`, in pixels of the font size below
+  float widest_for_font = 0.0f;  // 0 until measured
+  int selected = -1;             // index into rows
+  int lines_for = -1;            // the row `lines` were made for
   std::vector<Line> lines;
   int scroll_to = -1;              // a line to bring into view on the next frame
   size_t text_cols = 0;            // the longest instruction text of `lines`, in characters
@@ -71,6 +77,7 @@ struct SassState {
   std::string gpu_note;            // why the GPU's architecture is not the one shown
   std::string unmatched;           // the last filter found to match no kernel (said once, not every frame)
   bool chose_arch = false;
+  float list_em = 0.0f;     // the list's width set by its bar (em); 0 for the automatic width
   bool timed_only = false;  // only the kernels the benchmark results launched (shown where there are results)
   // `timed_only` as the list was last drawn with it: ticking it moves the selection (draw_kernel_list).
   bool listed_timed_only = false;
@@ -116,11 +123,12 @@ bool build_rows(const Model& m) {
   g.rows.clear();
   g.lines.clear();
   g.lines_for = -1;
+  g.widest_for_font = 0.0f;
   if (l == nullptr) return true;
   for (const auto& f : l->functions) {
     std::string label = f.name;
     if (const auto k = label.find("_kernel"); k != std::string::npos) label.erase(k, 7);
-    g.rows.push_back({&f, label, sass::count(f.instrs), sass::per_element(f)});
+    g.rows.push_back({&f, label, sass::count(f.instrs), sass::per_element(f), {}, -1.0f});
   }
   // Open on the kernel of the recipe being stepped through.
   const std::string want = fmt::format("dequant/{}", recipes::info_of(m.recipe).spec->name);
@@ -164,16 +172,54 @@ std::vector<const BenchRow*> bench_rows_of(const Model& m, const sass::Function&
   return front::rows_timing(m.bench_rows, f);
 }
 
+// The width of the list's columns beside a name column that shows every kernel's name whole.
+// The /elem column is left out where no kernel listed has a count per element (the GEMV kernels).
+int number_columns(bool per_elem) { return 1 + static_cast<int>(std::size(kShown)) + (per_elem ? 1 : 0); }
+
+float list_columns_w(const Ui& ui, bool timed, bool per_elem) {
+  return static_cast<float>(number_columns(per_elem)) * 3.4f * ui.em + (timed ? 4.6f * ui.em : 0.0f);
+}
+
+float list_width_for_names(const Model& m, const Ui& ui) {
+  const float font = ImGui::GetFontSize();
+  if (g.widest_for_font != font) {
+    g.widest_label = 0.0f;
+    for (const auto& r : g.rows)
+      g.widest_label = std::max(g.widest_label, ImGui::CalcTextSize(r.label.c_str()).x);
+    g.widest_for_font = font;
+  }
+  // The name column's clip margin, the child window's padding and border, and the rows' scroll bar.
+  const ImGuiStyle& st = ImGui::GetStyle();
+  return g.widest_label + 0.3f * ui.em + list_columns_w(ui, !m.bench_rows.empty(), true) +
+         2.0f * st.WindowPadding.x + 2.0f * st.ChildBorderSize + st.ScrollbarSize;
+}
+
 // Drawn as text at column offsets over one clipped list of rows (an ImGui table of this size
 // costs several milliseconds a frame on a software renderer).
 void draw_kernel_list(Model& m, const Ui& ui) {
   const bool timed = !m.bench_rows.empty();
+  std::vector<size_t> shown;
+  shown.reserve(g.rows.size());
+  bool matched = false;  // by the filter, timed or not
+  const bool only_timed = timed && g.timed_only;
+  for (size_t i = 0; i < g.rows.size(); ++i) {
+    if (!filter_match(g.rows[i].f->name, g.rows[i].f->bench)) continue;
+    matched = true;
+    if (only_timed && bench_rows_of(m, *g.rows[i].f).empty()) continue;
+    shown.push_back(i);
+  }
+  const bool per_elem =
+      std::any_of(shown.begin(), shown.end(), [](size_t i) { return g.rows[i].pe.has_value(); });
   const float em = ui.em, num_w = 3.4f * em, time_w = 4.6f * em;
-  const int nums = 2 + static_cast<int>(std::size(kShown));  // instrs, the classes, /elem
-  const float right = static_cast<float>(nums) * num_w + (timed ? time_w : 0.0f);
+  const int nums = number_columns(per_elem);
+  const float right = list_columns_w(ui, timed, per_elem);
   // The rows' scroll bar takes its width off every row.
   const float avail = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().ScrollbarSize;
   const float name_w = std::max(8.0f * em, avail - right);
+  const float name_room = name_w - 0.3f * em;
+  const auto fits = [&](std::string_view s) {
+    return ImGui::CalcTextSize(s.data(), s.data() + s.size()).x <= name_room;
+  };
   // Column x offsets: name, then the numbers right-aligned in their cells.
   const auto num_x = [&](int col) { return name_w + static_cast<float>(col + 1) * num_w; };
   ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -187,20 +233,10 @@ void draw_kernel_list(Model& m, const Ui& ui) {
     right_text(p, num_x(0), palette::kDim, "instrs");
     for (size_t c = 0; c < std::size(kShown); ++c)
       right_text(p, num_x(static_cast<int>(c) + 1), class_color(kShown[c]), sass::class_name(kShown[c]));
-    right_text(p, num_x(nums - 1), palette::kDim, "/elem");
+    if (per_elem) right_text(p, num_x(nums - 1), palette::kDim, "/elem");
     if (timed) right_text(p, num_x(nums - 1) + time_w, palette::kDim, "time");
     ImGui::Dummy(ImVec2(avail, ImGui::GetTextLineHeight()));
     ImGui::Separator();
-  }
-  std::vector<size_t> shown;
-  shown.reserve(g.rows.size());
-  bool matched = false;  // by the filter, timed or not
-  const bool only_timed = timed && g.timed_only;
-  for (size_t i = 0; i < g.rows.size(); ++i) {
-    if (!filter_match(g.rows[i].f->name, g.rows[i].f->bench)) continue;
-    matched = true;
-    if (only_timed && bench_rows_of(m, *g.rows[i].f).empty()) continue;
-    shown.push_back(i);
   }
   // Ticking "only the kernels timed" leaves the listing on a kernel of the list: the one selected if the
   // results launched it, else the list's first.
@@ -232,7 +268,7 @@ void draw_kernel_list(Model& m, const Ui& ui) {
   while (clip.Step()) {
     for (int row_i = clip.DisplayStart; row_i < clip.DisplayEnd; ++row_i) {
       const size_t i = shown[static_cast<size_t>(row_i)];
-      const auto& r = g.rows[i];
+      auto& r = g.rows[i];
       ImGui::PushID(static_cast<int>(i));
       const ImVec2 p0 = ImGui::GetCursorScreenPos();
       if (ImGui::InvisibleButton("##k", ImVec2(std::max(avail, 1.0f), line_h)))
@@ -247,8 +283,13 @@ void draw_kernel_list(Model& m, const Ui& ui) {
                           ImGui::GetColorU32(ImGuiCol_HeaderHovered));
       }
       // Clipped on the CPU: a clip rectangle per row would cost a draw call per row.
-      const ImVec4 clip_name(p0.x, p0.y, p0.x + name_w - 0.3f * em, p0.y + line_h);
-      dl->AddText(nullptr, 0.0f, p, palette::kText, r.label.c_str(), nullptr, 0.0f, &clip_name);
+      // Names that do not fit are written compactly (the tooltip and the listing's header give them whole).
+      if (r.shown_w != name_room) {
+        r.shown = sass::fit_name(r.label, fits);
+        r.shown_w = name_room;
+      }
+      const ImVec4 clip_name(p0.x, p0.y, p0.x + name_room, p0.y + line_h);
+      dl->AddText(nullptr, 0.0f, p, palette::kText, r.shown.c_str(), nullptr, 0.0f, &clip_name);
       std::snprintf(buf, sizeof buf, "%d", r.counts.total);
       right_text(p, num_x(0), palette::kText, buf);
       for (size_t c = 0; c < std::size(kShown); ++c) {
@@ -453,12 +494,64 @@ std::string sass_view_selection() {
   return fmt::format("{} {}", g.rows_arch, g.rows[static_cast<size_t>(g.selected)].f->name);
 }
 
+// The bar between the list and the listing: dragged, it moves `*w` within [lo, hi] and says so; a
+// double click gives the list its automatic width back.
+bool drag_bar(const Ui& ui, float* w, float lo, float hi) {
+  const float bar_w = ImGui::GetStyle().ItemSpacing.x;
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  const float h = std::max(ImGui::GetContentRegionAvail().y, 1.0f);
+  ImGui::InvisibleButton("##list bar", ImVec2(bar_w, h));
+  const bool hovered = ImGui::IsItemHovered(), active = ImGui::IsItemActive();
+  if (hovered || active) {
+    ImGui::SetMouseCursor(ImGuiMouseCursor_ResizeEW);
+    ImGui::GetWindowDrawList()->AddLine(
+        ImVec2(p.x + 0.5f * bar_w, p.y), ImVec2(p.x + 0.5f * bar_w, p.y + h),
+        ImGui::GetColorU32(active ? ImGuiCol_SeparatorActive : ImGuiCol_SeparatorHovered), 2.0f);
+  }
+  if (hovered && !active)
+    ImGui::SetTooltip(
+        "Drag to widen or narrow the kernel list (%.0f em now); double-click for its automatic width",
+        *w / ui.em);
+  if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
+    g.list_em = 0.0f;
+    return false;
+  }
+  if (!active || ImGui::GetIO().MouseDelta.x == 0.0f) return false;
+  *w = std::clamp(*w + ImGui::GetIO().MouseDelta.x, lo, hi);
+  return true;
+}
+
+// sass.list-width=EM|auto: the list's width as the bar sets it, within what the window leaves.
+void script_list_width(Model& m, const std::string& v, bool beside, float lo_em, float hi_em) {
+  if (v == "auto") {
+    g.list_em = 0.0f;
+    return;
+  }
+  if (!beside) {
+    m.set_error(
+        fmt::format("sass.list-width '{}' has no effect at this window size: the list is above the "
+                    "listing at the full width; the setting is kept",
+                    v));
+    return;
+  }
+  float em = 0.0f;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), em);
+  if (ec != std::errc() || end != v.data() + v.size() || !(em >= lo_em && em <= hi_em)) {
+    m.set_error(
+        fmt::format("sass.list-width '{}' is not a width this window allows: give the list's width in em, "
+                    "{:.0f} to {:.0f} beside the listing at this size, or auto; the setting is kept",
+                    v, std::ceil(lo_em), std::floor(hi_em)));
+    return;
+  }
+  g.list_em = em;
+}
+
 void draw_sass(Model& m, const Ui& ui) {
   if (sass::embedded().empty()) {
     wrapped_text("%s", std::string(sass::unavailable_reason()).c_str());
     ImGui::TextDisabled("The other views do not need it.");
     // A script's keys for the listing are answered with the reason rather than waited for.
-    for (const char* key : {"sass.filter", "sass.kernel", "sass.timed"}) {
+    for (const char* key : {"sass.filter", "sass.kernel", "sass.timed", "sass.list-width"}) {
       if (scripted(key))
         m.set_error(fmt::format("{} has no listing to act on: {}", key, sass::unavailable_reason()));
     }
@@ -534,12 +627,24 @@ void draw_sass(Model& m, const Ui& ui) {
   // do not both fit (large text), the list goes above the listing at the full width, 10 rows high.
   const float avail = ImGui::GetContentRegionAvail().x;
   const bool beside = avail >= 62.0f * ui.em;
-  const float list_w = beside ? std::min(46.0f * ui.em, 0.55f * avail) : 0.0f;
+  // Beside, the list takes 46 em (or 55% of a narrower width) and grows toward its widest name where the
+  // window leaves the listing 48 em. The bar between them sets it by hand: from 32 em to what leaves the
+  // listing 16 em.
+  const float base_w = std::min(46.0f * ui.em, 0.55f * avail);
+  const float auto_w =
+      std::clamp(list_width_for_names(m, ui), base_w, std::max(base_w, avail - 48.0f * ui.em));
+  const float min_w = 32.0f * ui.em, max_w = std::max(min_w, avail - 16.0f * ui.em);
+  if (auto v = scripted("sass.list-width")) script_list_width(m, *v, beside, min_w / ui.em, max_w / ui.em);
+  float list_w = !beside ? 0.0f : g.list_em > 0.0f ? std::clamp(g.list_em * ui.em, min_w, max_w) : auto_w;
   const float list_h = beside ? 0.0f : 12.0f * (ImGui::GetTextLineHeight() + 0.4f * ui.em);
   ImGui::BeginChild("kernel list", ImVec2(list_w, list_h), true);
   draw_kernel_list(m, ui);
   ImGui::EndChild();
-  if (beside) ImGui::SameLine();
+  if (beside) {
+    ImGui::SameLine(0.0f, 0.0f);
+    if (drag_bar(ui, &list_w, min_w, max_w)) g.list_em = list_w / ui.em;
+    ImGui::SameLine(0.0f, 0.0f);
+  }
   ImGui::BeginGroup();
   draw_listing(m, ui);
   ImGui::EndGroup();
