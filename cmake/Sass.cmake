@@ -25,15 +25,24 @@ endif()
 find_package(ZLIB REQUIRED)
 
 add_executable(dql_sass_pack ${PROJECT_SOURCE_DIR}/kernels/sass/pack.cpp)
+target_include_directories(dql_sass_pack PRIVATE ${PROJECT_SOURCE_DIR})
 target_link_libraries(dql_sass_pack PRIVATE ZLIB::ZLIB)
+
+# The kernel sources, read for the names of the kernels' template parameters.
+file(GLOB _dql_kernel_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/kernels/cuda/*.cu
+     ${PROJECT_SOURCE_DIR}/kernels/cuda/*.cuh)
+set(_dql_source_args)
+foreach(_src IN LISTS _dql_kernel_sources)
+  list(APPEND _dql_source_args --source ${_src})
+endforeach()
 
 set(DQL_SASS_DIR ${CMAKE_BINARY_DIR}/sass)
 file(MAKE_DIRECTORY ${DQL_SASS_DIR})
 add_custom_command(
   OUTPUT ${DQL_SASS_DIR}/sass_data.cpp
   COMMAND dql_sass_pack --out-dir ${DQL_SASS_DIR} --library $<TARGET_FILE:dql_cuda>
-          --cuobjdump "${DQL_CUOBJDUMP}" --nvdisasm "${DQL_NVDISASM}"
-  DEPENDS dql_cuda dql_sass_pack
+          --cuobjdump "${DQL_CUOBJDUMP}" --nvdisasm "${DQL_NVDISASM}" ${_dql_source_args}
+  DEPENDS dql_cuda dql_sass_pack ${_dql_kernel_sources}
   COMMENT "Disassembling the kernels (cuobjdump -sass) for the SASS view"
   VERBATIM)
 # Its own target, so that the disassembly waits only for dql_cuda, not for the engine.

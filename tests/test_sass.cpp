@@ -18,6 +18,7 @@
 #include "kernels/bits/lop3_expr.hpp"
 #include "kernels/bits/prmt.hpp"
 #include "kernels/sass/embedded.hpp"
+#include "kernels/sass/params.hpp"
 #include "kernels/sass/sass.hpp"
 #include "program.hpp"
 
@@ -258,6 +259,56 @@ TEST_CASE("names: a short name fitted to a column") {
   CHECK(sass::fit_name(bulk, within(30)) == "ft_bulk_kernel<8,4,fp16,0,..>");
 }
 
+TEST_CASE("template parameter names: read from a kernel source") {
+  const std::string src = R"(
+template <int N>
+__device__ int helper(int x) { return x * N; }  // not a kernel
+// template <int Z> __global__ void commented_kernel() in a comment
+template <OutType T, bool NAIVE, int W, bool SLOTS = false,
+          bool STAGED = (sizeof(int) > 2)>  // a comment between the list and the kernel
+__global__ void __launch_bounds__(W * 32, 32 / W) lane_kernel(FtIo a, int n) {}
+template <class Args, void (*Item)(const Args&, int64_t), Foo<1, 2> F /* nested */>
+__global__ void items_kernel(Args a) {}
+__global__ void plain_kernel(int n) {}
+template <RecipeId Id>
+struct NotAKernel {};
+)";
+  const auto ks = sass::template_params_in_source(src);
+  REQUIRE(ks.size() == 2);  // not the one in a comment
+  CHECK(ks[0].kernel == "lane_kernel");
+  CHECK(ks[0].names == std::vector<std::string>{"T", "NAIVE", "W", "SLOTS", "STAGED"});
+  CHECK(ks[1].kernel == "items_kernel");
+  CHECK(ks[1].names == std::vector<std::string>{"Args", "Item", "F"});
+}
+
+TEST_CASE("template parameter names: every template kernel of the embedded listings has them") {
+  CHECK(sass::param_list("ft_lane_kernel<fp16, false, 16, false, true, true, false>") ==
+        "T = fp16, NAIVE = false, W = 16, SPREAD = false, SLOTS = true, UNMET = true, STAGED = false");
+  CHECK(sass::with_param_names("dequant_ft_kernel<ft-int4-bf16, staged, true>") ==
+        "dequant_ft_kernel<Id = ft-int4-bf16, Form = staged, Narrow = true>");
+  CHECK(sass::with_param_names("io::hopper_kernel<fp16, true, 96>") ==
+        "io::hopper_kernel<T = fp16, NAIVE = true, BN = 96>");
+  // No template of the name, or not with as many parameters: nothing made up.
+  CHECK(sass::param_list("ft_lane_kernel<fp16, false>").empty());
+  CHECK(sass::param_list("no_such_kernel<1>").empty());
+  CHECK(sass::param_list("flush_kernel").empty());
+  if (sass::embedded().empty()) {
+    MESSAGE("this build embedded no SASS: " << sass::unavailable_reason());
+    return;
+  }
+  for (const auto& e : sass::embedded()) {
+    const sass::Listing* l = sass::embedded_listing(e.arch);
+    REQUIRE(l != nullptr);
+    for (const auto& f : l->functions) {
+      std::string_view base;
+      if (sass::template_args(f.name, &base).empty()) continue;
+      CAPTURE(e.arch);
+      CAPTURE(f.name);
+      CHECK_FALSE(sass::param_list(f.name).empty());
+    }
+  }
+}
+
 TEST_CASE("embedded SASS: each architecture's listing unpacks whole, under a quarter of its size packed") {
   if (sass::embedded().empty()) {
     MESSAGE("this build embedded no SASS: " << sass::unavailable_reason());
@@ -414,8 +465,13 @@ TEST_CASE("sass command: the embedded listing, or a sentence saying there is non
   CHECK(prmt >= 8);
   CHECK(k["per_element"]["elements"] == 16);
 
+  CHECK(k["template_parameters"] ==
+        nlohmann::json::parse(
+            R"([{"name": "Id", "value": "cutlass-int4-fp16"}, {"name": "kUnits", "value": "2"}])"));
+
   const Run text = run("sass --kernel 'dequant/cutlass-int4*' --arch " + arch);
   CHECK(text.status == 0);
+  CHECK(text.out.find("template parameters: Id = cutlass-int4-fp16, kUnits = ") != std::string::npos);
   CHECK(text.out.find("0x6a: (a & b) ^ c") != std::string::npos);
   CHECK(text.out.find("0x4040: d = b4 b0 b4 b0") != std::string::npos);
 

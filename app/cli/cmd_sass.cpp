@@ -56,6 +56,12 @@ nlohmann::json kernel_json(const sass::Function& f) {
                       {"bench_kernel", f.bench},
                       {"instructions", sass::count(f.instrs).total},
                       {"counts", counts_json(sass::count(f.instrs))}};
+  // The template arguments by the names the kernel's source gives them, in order.
+  if (const auto named = sass::named_args(f.name); !named.empty()) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const auto& a : named) params.push_back({{"name", a.name}, {"value", a.value}});
+    j["template_parameters"] = params;
+  }
   if (const auto pe = sass::per_element(f)) {
     nlohmann::json per = nlohmann::json::object();
     for (int i = 0; i < sass::kClassCount; ++i)
@@ -168,6 +174,8 @@ void print_counts(const std::vector<const sass::Function*>& fns) {
 void print_listing(const sass::Function& f, const std::string& arch, const Style& st) {
   const auto c = sass::count(f.instrs);
   fmt::print("{}  ({})\n{}\n", st.bold(f.name), arch, st.dim(f.demangled));
+  if (const std::string params = sass::param_list(f.name); !params.empty())
+    fmt::print("{}\n", st.dim("template parameters: " + params));
   std::string summary = fmt::format("{} instructions:", c.total);
   for (auto k : kShown) summary += fmt::format(" {} {}", c[k], sass::class_name(k));
   fmt::print("{}\n", summary);

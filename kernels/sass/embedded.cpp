@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <memory>
@@ -58,6 +59,39 @@ const Listing* embedded_listing(std::string_view arch) {
     return cache.emplace(std::string(arch), std::move(l)).first->second.get();
   }
   return nullptr;
+}
+
+std::vector<NamedArg> named_args(std::string_view short_name) {
+  std::string_view base;
+  const auto args = template_args(short_name, &base);
+  if (args.empty()) return {};
+  // Kernels in a namespace of their own keep it in their short names ("io::hopper_kernel").
+  if (const size_t colons = base.rfind("::"); colons != std::string_view::npos)
+    base.remove_prefix(colons + 2);
+  for (const auto& k : kernel_param_names()) {
+    if (k.kernel != base) continue;
+    std::vector<NamedArg> out;
+    for (size_t at = 0; at < k.names.size();) {
+      const size_t sp = std::min(k.names.find(' ', at), k.names.size());
+      out.push_back({std::string(k.names.substr(at, sp - at)), {}});
+      at = sp + 1;
+    }
+    if (out.size() != args.size()) continue;  // another template of the same name
+    for (size_t a = 0; a < args.size(); ++a) out[a].value = std::string(args[a]);
+    return out;
+  }
+  return {};
+}
+
+std::string param_list(std::string_view short_name) {
+  std::string s;
+  for (const auto& a : named_args(short_name)) s += (s.empty() ? "" : ", ") + a.name + " = " + a.value;
+  return s;
+}
+
+std::string with_param_names(std::string_view short_name) {
+  const std::string list = param_list(short_name);
+  return list.empty() ? list : std::string(short_name.substr(0, short_name.find('<'))) + "<" + list + ">";
 }
 
 std::string default_arch(std::string_view preferred) {

@@ -35,6 +35,25 @@ std::string embedded_arch_list();
 // The parsed listing of one embedded architecture (parsed once, then shared), or nullptr.
 const Listing* embedded_listing(std::string_view arch);
 
+// The names of a kernel's template parameters as its source declares them, space-separated
+// ({"ft_lane_kernel", "T NAIVE W SPREAD SLOTS UNMET STAGED"}), one entry a kernel template.
+struct ParamNames {
+  std::string_view kernel;
+  std::string_view names;
+};
+std::span<const ParamNames> kernel_param_names();
+
+// A short name's template arguments with the names of their parameters ({"T", "fp16"}, {"NAIVE",
+// "false"}, ...), the list of them ("T = fp16, NAIVE = false, ...") and the name written with them
+// ("ft_lane_kernel<T = fp16, NAIVE = false, ...>"); each empty where the sources declared no template
+// of that name with as many parameters.
+struct NamedArg {
+  std::string name, value;
+};
+std::vector<NamedArg> named_args(std::string_view short_name);
+std::string param_list(std::string_view short_name);
+std::string with_param_names(std::string_view short_name);
+
 // The architecture to show by default: `preferred` ("sm_90") when embedded, else the highest
 // embedded one below it, else the lowest; empty when nothing is embedded.
 std::string default_arch(std::string_view preferred = "sm_90");

@@ -311,6 +311,8 @@ void draw_kernel_list(Model& m, const Ui& ui) {
         // A template's name can be wider than the window.
         ImGui::PushTextWrapPos(ImGui::GetFontSize() * 48.0f);
         ImGui::TextUnformatted(r.f->demangled.c_str());
+        if (const std::string named = sass::with_param_names(r.f->name); !named.empty())
+          ImGui::TextDisabled("%s", named.c_str());
         if (!r.f->bench.empty()) ImGui::Text("bench kernel: %s", r.f->bench.c_str());
         bool by_name = false;
         for (const auto* t : times) {
@@ -400,6 +402,8 @@ void draw_listing(Model& m, const Ui& ui) {
   ImGui::TextUnformatted(f.name.c_str());
   ImGui::SameLine();
   ImGui::TextDisabled("%s, %d instructions", g.arch.c_str(), row.counts.total);
+  // What each template argument is, by the name the kernel's source gives it.
+  if (const std::string params = sass::param_list(f.name); !params.empty()) dim_text("%s", params.c_str());
   std::string counts;
   for (int i = 0; i < sass::kClassCount; ++i) {
     const int n = row.counts.by_class[i];
