@@ -257,6 +257,30 @@ TEST_CASE("names: a short name fitted to a column") {
   const std::string bulk = "ft_bulk_kernel<8, 4, fp16, false, 2, true, -1, true, 4, true>";
   CHECK(sass::fit_name(bulk, within(34)) == "ft_bulk_kernel<8,4,fp16,0,2,1,..>");
   CHECK(sass::fit_name(bulk, within(30)) == "ft_bulk_kernel<8,4,fp16,0,..>");
+  // Arguments to keep stay, with ".." for each run left out around them.
+  const size_t last[] = {9};
+  CHECK(sass::fit_name(bulk, within(34), last) == "ft_bulk_kernel<8,4,fp16,0,2,..,1>");
+  const size_t naive_and_last[] = {3, 9};
+  CHECK(sass::fit_name(bulk, within(28), naive_and_last) == "ft_bulk_kernel<8,..,0,..,1>");
+}
+
+TEST_CASE("names: a list's names fitted to a column stay different") {
+  const auto within = [](size_t n) { return [n](std::string_view s) { return s.size() <= n; }; };
+  const std::vector<std::string> names = {"ft_bulk_kernel<8, 4, fp16, false, 2, true, -1, true, 4, false>",
+                                          "ft_bulk_kernel<8, 4, fp16, false, 2, true, -1, true, 4, true>",
+                                          "ft_bulk_kernel<8, 4, fp16, true, 2, true, -1, true, 4, true>",
+                                          "stage_x_kernel"};
+  // Each on its own, the first two come out alike ...
+  CHECK(sass::fit_name(names[0], within(34)) == sass::fit_name(names[1], within(34)));
+  // ... in a list, they keep the argument they differ in; the third, which did not collide, is as before.
+  const auto fitted = sass::fit_names(names, within(34));
+  REQUIRE(fitted.size() == 4);
+  CHECK(fitted[0] == "ft_bulk_kernel<8,4,fp16,0,2,..,0>");
+  CHECK(fitted[1] == "ft_bulk_kernel<8,4,fp16,0,2,..,1>");
+  CHECK(fitted[2] == "ft_bulk_kernel<8,4,fp16,1,2,1,..>");
+  CHECK(fitted[3] == "stage_x_kernel");
+  // Where everything fits, nothing changes.
+  CHECK(sass::fit_names(names, within(80)) == names);
 }
 
 TEST_CASE("template parameter names: read from a kernel source") {

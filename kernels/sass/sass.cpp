@@ -224,7 +224,8 @@ std::vector<std::string_view> template_args(std::string_view s, std::string_view
   return args;
 }
 
-std::string fit_name(std::string_view name, const std::function<bool(std::string_view)>& fits) {
+std::string fit_name(std::string_view name, const std::function<bool(std::string_view)>& fits,
+                     std::span<const size_t> keep) {
   if (fits(name)) return std::string(name);
   std::string_view base;
   const auto args = template_args(name, &base);
@@ -236,19 +237,56 @@ std::string fit_name(std::string_view name, const std::function<bool(std::string
     std::erase(c, ' ');  // nested arguments ("Foo<1, 2>") too
     compact.emplace_back(std::move(c));
   }
-  // The form with the first `keep` arguments and ".." for the rest.
-  const auto form = [&](size_t keep) {
+  // The form with the first `prefix` arguments and those in `keep`, ".." for each run left out.
+  const auto form = [&](size_t prefix) {
     std::string s = std::string(base) + "<";
-    for (size_t i = 0; i < keep; ++i) s += (i ? "," : "") + compact[i];
-    return s + (keep < compact.size() ? ",..>" : ">");
+    bool first = true, gap = false;
+    for (size_t i = 0; i < compact.size(); ++i) {
+      const bool shown = i < prefix || std::find(keep.begin(), keep.end(), i) != keep.end();
+      if (!shown && gap) continue;
+      if (!first) s += ',';
+      s += shown ? std::string_view(compact[i]) : std::string_view("..");
+      first = false;
+      gap = !shown;
+    }
+    return s + ">";
   };
   std::string s = form(compact.size());
   // Leaving out one argument of one character saves nothing over ",..".
-  for (size_t keep = compact.size() - 1; !fits(s) && keep >= 1; --keep) {
-    const std::string shorter = form(keep);
+  for (size_t prefix = compact.size() - 1; !fits(s) && prefix >= 1; --prefix) {
+    const std::string shorter = form(prefix);
     if (shorter.size() < s.size()) s = shorter;
   }
   return s;
+}
+
+std::vector<std::string> fit_names(std::span<const std::string> names,
+                                   const std::function<bool(std::string_view)>& fits) {
+  std::vector<std::string> out;
+  out.reserve(names.size());
+  for (const auto& n : names) out.push_back(fit_name(n, fits));
+  // Names that came out alike: each again, keeping the arguments where the group's names differ.
+  std::map<std::string, std::vector<size_t>> alike;
+  for (size_t i = 0; i < out.size(); ++i) alike[out[i]].push_back(i);
+  for (const auto& [text, group] : alike) {
+    if (group.size() < 2) continue;
+    std::vector<std::vector<std::string_view>> args;
+    std::string_view base;
+    for (const size_t i : group) args.push_back(template_args(names[i], &base));
+    std::vector<size_t> differ;
+    for (size_t a = 0; a < args[0].size(); ++a) {
+      for (const auto& other : args) {
+        if (other.size() != args[0].size()) break;  // not forms of one template: left as they are
+        if (other[a] != args[0][a]) {
+          differ.push_back(a);
+          break;
+        }
+      }
+    }
+    if (differ.empty()) continue;
+    for (const size_t i : group) out[i] = fit_name(names[i], fits, differ);
+  }
+  return out;
 }
 
 const char* class_name(OpClass c) { return kNames[static_cast<int>(c)]; }

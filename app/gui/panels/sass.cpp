@@ -54,8 +54,7 @@ struct KernelRow {
   std::string label;  // the short name without "_kernel", which every kernel has
   sass::Counts counts;
   std::optional<sass::PerElement> pe;
-  std::string shown;  // `label` as the name column shows it (sass::fit_name), made for `shown_w`
-  float shown_w = -1.0f;
+  std::string shown;  // `label` as the name column shows it (sass::fit_names)
 };
 
 struct Line {
@@ -68,6 +67,7 @@ struct SassState {
   std::vector<KernelRow> rows;
   float widest_label = 0.0f;     // the widest label of `rows`, in pixels of the font size below
   float widest_for_font = 0.0f;  // 0 until measured
+  std::string fitted_for;        // the name column's width and the rows listed that `shown` was made for
   int selected = -1;             // index into rows
   int lines_for = -1;            // the row `lines` were made for
   std::vector<Line> lines;
@@ -124,11 +124,12 @@ bool build_rows(const Model& m) {
   g.lines.clear();
   g.lines_for = -1;
   g.widest_for_font = 0.0f;
+  g.fitted_for.clear();
   if (l == nullptr) return true;
   for (const auto& f : l->functions) {
     std::string label = f.name;
     if (const auto k = label.find("_kernel"); k != std::string::npos) label.erase(k, 7);
-    g.rows.push_back({&f, label, sass::count(f.instrs), sass::per_element(f), {}, -1.0f});
+    g.rows.push_back({&f, label, sass::count(f.instrs), sass::per_element(f), {}});
   }
   // Open on the kernel of the recipe being stepped through.
   const std::string want = fmt::format("dequant/{}", recipes::info_of(m.recipe).spec->name);
@@ -257,6 +258,17 @@ void draw_kernel_list(Model& m, const Ui& ui) {
     return;
   }
   g.unmatched.clear();
+  // Names that do not fit are written compactly, and kept different from each other (the tooltip and the
+  // listing's header give them whole); made again when the column's width or the rows listed change.
+  const std::string fit_key = fmt::format("{}:{}", name_room, fmt::join(shown, ","));
+  if (fit_key != g.fitted_for) {
+    std::vector<std::string> labels;
+    labels.reserve(shown.size());
+    for (const size_t i : shown) labels.push_back(g.rows[i].label);
+    const auto fitted = sass::fit_names(labels, fits);
+    for (size_t k = 0; k < shown.size(); ++k) g.rows[shown[k]].shown = fitted[k];
+    g.fitted_for = fit_key;
+  }
   ImGui::BeginChild("rows", ImVec2(0, 0), false);
   dl = ImGui::GetWindowDrawList();
   ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, 0.0f));
@@ -283,11 +295,6 @@ void draw_kernel_list(Model& m, const Ui& ui) {
                           ImGui::GetColorU32(ImGuiCol_HeaderHovered));
       }
       // Clipped on the CPU: a clip rectangle per row would cost a draw call per row.
-      // Names that do not fit are written compactly (the tooltip and the listing's header give them whole).
-      if (r.shown_w != name_room) {
-        r.shown = sass::fit_name(r.label, fits);
-        r.shown_w = name_room;
-      }
       const ImVec4 clip_name(p0.x, p0.y, p0.x + name_room, p0.y + line_h);
       dl->AddText(nullptr, 0.0f, p, palette::kText, r.shown.c_str(), nullptr, 0.0f, &clip_name);
       std::snprintf(buf, sizeof buf, "%d", r.counts.total);
