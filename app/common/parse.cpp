@@ -10,10 +10,14 @@
 
 namespace dql::front {
 
-Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max_digits) {
-  std::string_view s = text;
+std::string_view trim_spaces(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max_digits) {
+  std::string_view s = trim_spaces(text);
   if (s.size() >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s.remove_prefix(2);
   const std::string example = max_digits >= 8 ? "0x76543210" : max_digits >= 4 ? "0x5250" : "0x1";
   uint64_t v = 0;

@@ -22,6 +22,9 @@ bool ok(const Parsed<T>& p) {
   return std::holds_alternative<T>(p);
 }
 
+// `text` without the white space around it.
+std::string_view trim_spaces(std::string_view text);
+
 // Up to `max_digits` hex digits, with or without 0x; '_' and ' ' may group digits.
 // `what` names the value in the message ("--input", "the selector").
 Parsed<uint32_t> parse_hex(std::string_view text, std::string_view what, int max_digits = 8);

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <iterator>
@@ -47,15 +46,8 @@ bool view_from_name(std::string_view name, ViewId* out) {
   return false;
 }
 
-namespace {
-std::string_view trim_spaces(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-}  // namespace
-
 bool parse_script(std::string_view script, std::vector<ScriptItem>* items, std::string* problem) {
+  using front::trim_spaces;
   items->clear();
   size_t start = 0;
   while (start <= script.size()) {

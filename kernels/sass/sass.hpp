@@ -106,7 +106,7 @@ std::vector<std::string_view> template_args(std::string_view s, std::string_view
 // arguments written compactly ("ft_lane<fp16,0,16,0,1,1,0>": no spaces, true and false as 1 and 0); else
 // that with its last arguments left out, as few as must be, and ".." in their place ("ft_lane<fp16,0,16,..>":
 // the first arguments say most of which form a kernel is), except those in `keep` (".." for each run
-// left out: "ft_bulk<8,4,fp16,0,2,1,..,1>"). Where none of these fits, the shortest of them.
+// left out: "ft_bulk<8,4,fp16,0,2,..,1>"). Where none of these fits, the shortest of them.
 std::string fit_name(std::string_view name, const std::function<bool(std::string_view)>& fits,
                      std::span<const size_t> keep = {});
 // fit_name for the names of a list, so that different names stay different where the column allows:

@@ -54,7 +54,8 @@ struct KernelRow {
   std::string label;  // the short name without "_kernel", which every kernel has
   sass::Counts counts;
   std::optional<sass::PerElement> pe;
-  std::string shown;  // `label` as the name column shows it (sass::fit_names)
+  std::string params;  // "T = fp16, NAIVE = false, ..." (sass::param_list), or empty
+  std::string shown;   // `label` as the name column shows it (sass::fit_names)
 };
 
 struct Line {
@@ -67,9 +68,11 @@ struct SassState {
   std::vector<KernelRow> rows;
   float widest_label = 0.0f;     // the widest label of `rows`, in pixels of the font size below
   float widest_for_font = 0.0f;  // 0 until measured
-  std::string fitted_for;        // the name column's width and the rows listed that `shown` was made for
-  int selected = -1;             // index into rows
-  int lines_for = -1;            // the row `lines` were made for
+  // The name column's width and the rows listed that the rows' `shown` names were made for.
+  float fitted_room = -1.0f;
+  std::vector<size_t> fitted_rows;
+  int selected = -1;   // index into rows
+  int lines_for = -1;  // the row `lines` were made for
   std::vector<Line> lines;
   int scroll_to = -1;              // a line to bring into view on the next frame
   size_t text_cols = 0;            // the longest instruction text of `lines`, in characters
@@ -124,12 +127,12 @@ bool build_rows(const Model& m) {
   g.lines.clear();
   g.lines_for = -1;
   g.widest_for_font = 0.0f;
-  g.fitted_for.clear();
+  g.fitted_room = -1.0f;
   if (l == nullptr) return true;
   for (const auto& f : l->functions) {
     std::string label = f.name;
     if (const auto k = label.find("_kernel"); k != std::string::npos) label.erase(k, 7);
-    g.rows.push_back({&f, label, sass::count(f.instrs), sass::per_element(f), {}});
+    g.rows.push_back({&f, label, sass::count(f.instrs), sass::per_element(f), sass::param_list(f.name), {}});
   }
   // Open on the kernel of the recipe being stepped through.
   const std::string want = fmt::format("dequant/{}", recipes::info_of(m.recipe).spec->name);
@@ -260,14 +263,14 @@ void draw_kernel_list(Model& m, const Ui& ui) {
   g.unmatched.clear();
   // Names that do not fit are written compactly, and kept different from each other (the tooltip and the
   // listing's header give them whole); made again when the column's width or the rows listed change.
-  const std::string fit_key = fmt::format("{}:{}", name_room, fmt::join(shown, ","));
-  if (fit_key != g.fitted_for) {
+  if (name_room != g.fitted_room || shown != g.fitted_rows) {
     std::vector<std::string> labels;
     labels.reserve(shown.size());
     for (const size_t i : shown) labels.push_back(g.rows[i].label);
     const auto fitted = sass::fit_names(labels, fits);
     for (size_t k = 0; k < shown.size(); ++k) g.rows[shown[k]].shown = fitted[k];
-    g.fitted_for = fit_key;
+    g.fitted_room = name_room;
+    g.fitted_rows = shown;
   }
   ImGui::BeginChild("rows", ImVec2(0, 0), false);
   dl = ImGui::GetWindowDrawList();
@@ -410,7 +413,7 @@ void draw_listing(Model& m, const Ui& ui) {
   ImGui::SameLine();
   ImGui::TextDisabled("%s, %d instructions", g.arch.c_str(), row.counts.total);
   // What each template argument is, by the name the kernel's source gives it.
-  if (const std::string params = sass::param_list(f.name); !params.empty()) dim_text("%s", params.c_str());
+  if (!row.params.empty()) dim_text("%s", row.params.c_str());
   std::string counts;
   for (int i = 0; i < sass::kClassCount; ++i) {
     const int n = row.counts.by_class[i];
