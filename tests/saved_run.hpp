@@ -28,6 +28,7 @@ inline nlohmann::json h200_run() {
              {"pct_of_copy", 89.87},
              {"bytes", 151060480.0},
              {"cold", true},
+             {"back_to_back", false},
              {"timed_out", false},
              {"backend", "cuda"},
              {"speedup", 1.01},

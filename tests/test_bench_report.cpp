@@ -7,6 +7,7 @@
 
 #include "app/common/bench_report.hpp"
 #include "app/common/parse.hpp"
+#include "kernels/backend/backend.hpp"
 #include "kernels/bench/engine.hpp"
 
 using namespace dql;
@@ -160,10 +161,10 @@ TEST_CASE("bench report: JSON rows, CSV and durations") {
   CHECK_FALSE(dj.contains("sm_clock_mhz"));  // no clocks read
   const std::string csv = front::bench_csv({r});
   CHECK(csv.rfind("kernel,shape,samples,median_us,noise,min_us,max_us,gbps,pct_of_copy,speedup,baseline,cold,"
-                  "backend,launched\n",
+                  "backend,launched,runs_per_sample,copies\n",
                   0) == 0);
   CHECK(csv.find("dequant/awq-int4-fp16,64x128 g128,30,12.0000,0.01000,") != std::string::npos);
-  CHECK(csv.find(",2.5000,naive-int4-fp16,cold,cpu,\"\"\n") !=
+  CHECK(csv.find(",2.5000,naive-int4-fp16,cold,cpu,\"\",0,1\n") !=
         std::string::npos);  // the CPU twin: no launches
   CHECK(j["rows"][0]["launches"] == nlohmann::json::array());
   CHECK(front::format_duration(12.345) == "12.35 us");
@@ -352,9 +353,9 @@ TEST_CASE("bench report: what a row launched, in the table's lines, the JSON and
   CHECK(j["rows"][0]["launches"][0] == lj);
   CHECK(j["rows"][1]["launches"][0]["library_call"] == "cublasGemmEx");
   const std::string csv = front::bench_csv({r, b});
-  CHECK(csv.find(",cold,cuda,\"ft_lane_kernel<fp16, false, 16, true, false, true, false>\"\n") !=
+  CHECK(csv.find(",cold,cuda,\"ft_lane_kernel<fp16, false, 16, true, false, true, false>\",0,1\n") !=
         std::string::npos);
-  CHECK(csv.find(",cold,cuda,\"cublasGemmEx + trace_kernel\"\n") != std::string::npos);
+  CHECK(csv.find(",cold,cuda,\"cublasGemmEx + trace_kernel\",0,1\n") != std::string::npos);
 }
 
 TEST_CASE("SASS view times: a GPU's row counts for the kernel it launched, a CPU row under the bench name") {
@@ -545,6 +546,187 @@ TEST_CASE(
   CHECK(refusal("none.json", nlohmann::json{{"rows", {{{"kernel", "k"}}}}}).find("is not a bench row") !=
         std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// A target that notes how it was asked to time: single runs (cold or warm) and back-to-back spans.
+class CountingTarget final : public BenchTarget {
+ public:
+  explicit CountingTarget(double run_s, int kernels = 1, int copies = 7)
+      : run_s_(run_s), kernels_(kernels), copies_(copies) {}
+  double time_once(bool cold) override {
+    ++(cold ? cold_runs : warm_runs);
+    return run_s_;
+  }
+  double time_back_to_back(int runs) override {
+    spans.push_back(runs);
+    return run_s_;
+  }
+  int copies() const override { return copies_; }
+  std::vector<cuda::KernelLaunch> launches() const override {
+    return std::vector<cuda::KernelLaunch>(static_cast<size_t>(kernels_));
+  }
+  int cold_runs = 0, warm_runs = 0;
+  std::vector<int> spans;  // the runs of each back-to-back span asked for, in order
+
+ private:
+  double run_s_;
+  int kernels_, copies_;
+};
+
+BenchCase small_dequant() {
+  BenchCase c;
+  c.kind = BenchKind::Dequant;
+  c.recipe = recipes::RecipeId::AwqInt4F16;
+  c.n = 64;
+  c.k = 128;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("bench engine: back-to-back samples time spans of runs, about span_seconds each") {
+  BenchSettings s;
+  s.back_to_back = true;
+  s.min_samples = 25;
+  s.min_seconds = 0;
+  CountingTarget t(10e-6);
+  const BenchRow r = measure(t, small_dequant(), s, nullptr);
+  CHECK(t.cold_runs + t.warm_runs == 0);  // no single run, and no flush: the spans are the samples
+  // Warm-up: s.warmup spans of 4 runs; then spans of 200 us / 10 us = 20 runs.
+  REQUIRE(t.spans.size() == static_cast<size_t>(s.warmup + r.stats.samples));
+  for (int i = 0; i < s.warmup; ++i) CHECK(t.spans[static_cast<size_t>(i)] == 4);
+  CHECK(t.spans.back() == 20);
+  CHECK(r.runs_per_sample == 20);
+  CHECK(r.copies == 7);
+  CHECK(r.cold);
+  CHECK(r.stats.samples == 25);
+  CHECK(r.stats.median_s == doctest::Approx(10e-6));
+  CHECK(timing_name(r) == "cold, back to back");
+  // Every run counts toward the sampled time: 25 spans of 20 runs of 10 us are 5 ms.
+  s.min_seconds = 0.0049;
+  CountingTarget t2(10e-6);
+  CHECK(measure(t2, small_dequant(), s, nullptr).stats.samples == 25);
+  s.min_seconds = 0.0051;
+  CountingTarget t3(10e-6);
+  CHECK(measure(t3, small_dequant(), s, nullptr).stats.samples == 32);  // the next noise check
+  // Short runs: no more than 256 launches queued behind the hold (3 kernels a run: 85 runs).
+  s.min_seconds = 0;
+  CountingTarget quick(0.1e-6, 3);
+  CHECK(measure(quick, small_dequant(), s, nullptr).runs_per_sample == 85);
+  // Long runs: at least 2 a span.
+  CountingTarget slow(1e-3);
+  CHECK(measure(slow, small_dequant(), s, nullptr).runs_per_sample == 2);
+  // The warm-up goes round every copy: 20 copies, 5 spans of 4 runs.
+  CountingTarget many(10e-6, 1, 20);
+  const BenchRow m = measure(many, small_dequant(), s, nullptr);
+  REQUIRE(many.spans.size() == static_cast<size_t>(5 + m.stats.samples));
+  CHECK(many.spans[4] == 4);
+  CHECK(many.spans[5] == 20);
+  // A run at a time: no spans, and the row says so.
+  s.back_to_back = false;
+  s.cold = false;
+  CountingTarget single(10e-6);
+  const BenchRow one = measure(single, small_dequant(), s, nullptr);
+  CHECK(single.spans.empty());
+  CHECK(single.cold_runs == 0);
+  CHECK(single.warm_runs == s.warmup + one.stats.samples);
+  CHECK(one.runs_per_sample == 0);
+  CHECK(timing_name(one) == "warm");
+}
+
+TEST_CASE("bench engine: the copies cold back-to-back runs take, and the CPU twin's back-to-back runs") {
+  const size_t l2 = size_t{50} << 20;  // 52428800 bytes
+  // The one-row GEMV at 4096x4096: 8.7 MB a run; 19 other copies move 3 x 50 MiB.
+  CHECK(back_to_back_copies(8.7e6, l2) == 20);
+  CHECK(back_to_back_copies(3.0 * 52428800, l2) == 2);  // one other copy moves it
+  CHECK(back_to_back_copies(2e9, l2) == 2);             // at least 2
+  CHECK(back_to_back_copies(1e3, l2) == kMostCopies);
+  BenchRow r;
+  r.runs_per_sample = 20;
+  r.bytes = 8.7e6;
+  r.copies = 20;
+  CHECK(copies_fill_l2(r, l2));
+  r.bytes = 1e3;
+  r.copies = kMostCopies;
+  CHECK_FALSE(copies_fill_l2(r, l2));
+
+  // The CPU twin's back-to-back runs are its warm runs one after another; cold, it refuses with a sentence.
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  BenchSettings s;
+  s.back_to_back = true;
+  s.cold = true;
+  s.min_seconds = 0;
+  s.timeout_seconds = 1;
+  CHECK_THROWS_WITH_AS(run_bench(*cpu, {small_dequant()}, s),
+                       "cold back-to-back runs take each their own copy of the buffers on a GPU, and this "
+                       "run's backend is the CPU twin: time back to back warm (the CPU twin's runs one after "
+                       "another), or cold without back to back",
+                       Error);
+  s.cold = false;
+  const std::vector<BenchRow> rows = run_bench(*cpu, {small_dequant()}, s);
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0].runs_per_sample >= 2);
+  CHECK(rows[0].copies == 1);
+  CHECK_FALSE(rows[0].cold);
+  CHECK(rows[0].stats.median_s > 0);
+  CHECK(timing_name(rows[0]) == "warm, back to back");
+}
+
+TEST_CASE("bench report: back-to-back rows in the JSON, the CSV, a saved run and a comparison") {
+  BenchRow b = row("gemv/w4a16-ft-fp16", "M=1 4096x4096 g128", 6.5e-6, 0.01);
+  b.backend = "cuda";
+  b.runs_per_sample = 31;
+  b.copies = 20;
+  const BenchRow single = row("gemv/w4a16-ft-fp16", "M=1 4096x4096 g128", 9e-6, 0.01);
+  const nlohmann::json j = report({b, single}, "H100");
+  CHECK(j["rows"][0]["back_to_back"] == true);
+  CHECK(j["rows"][0]["runs_per_sample"] == 31);
+  CHECK(j["rows"][0]["copies"] == 20);
+  CHECK(j["rows"][1]["back_to_back"] == false);
+  CHECK_FALSE(j["rows"][1].contains("runs_per_sample"));
+  const std::string csv = front::bench_csv({b, single});
+  CHECK(csv.find(",cold,backend,launched,runs_per_sample,copies\n") != std::string::npos);
+  CHECK(csv.find(",cold,cuda,\"\",31,20\n") != std::string::npos);
+  CHECK(csv.find(",cold,cpu,\"\",0,1\n") != std::string::npos);
+
+  const auto dir = std::filesystem::temp_directory_path() / "dql-test-back-to-back";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "b2b.json").string();
+  front::write_report_file(path, j.dump());
+  const front::SavedRun run = front::load_bench_run(path);
+  REQUIRE(run.rows.size() == 2);
+  CHECK(run.rows[0].runs_per_sample == 31);
+  CHECK(run.rows[0].copies == 20);
+  CHECK(run.rows[1].runs_per_sample == 0);
+  CHECK(run.rows[1].copies == 1);
+  nlohmann::json bad = j;
+  bad["rows"][0]["runs_per_sample"] = 0;
+  front::write_report_file(path, bad.dump());
+  try {
+    front::load_bench_run(path);
+    FAIL("a back-to-back row of 0 runs a sample was read");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) ==
+          "'" + path +
+              "' row 0: \"runs_per_sample\" is not a whole number from 1, as bench --json writes it");
+  }
+  std::filesystem::remove_all(dir);
+
+  // A comparison marks the rows the two runs timed otherwise, and says how each did.
+  const nlohmann::json a = report({single}, "A");
+  const nlohmann::json bj = report({b}, "B");
+  const front::Comparison c = front::compare_bench(a, bj);
+  REQUIRE(c.rows.size() == 1);
+  CHECK(c.rows[0].other_timing);
+  CHECK(c.rows[0].timing_a == "cold");
+  CHECK(c.rows[0].timing_b == "cold, back to back");
+  CHECK_FALSE(front::compare_bench(bj, bj).rows[0].other_timing);
+  BenchRow warm = single;
+  warm.cold = false;
+  CHECK(front::compare_bench(a, report({warm}, "W")).rows[0].other_timing);
 }
 
 TEST_CASE("parsing numbers: too long for 64 bits is out of range, not 'not a whole number'") {

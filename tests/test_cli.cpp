@@ -568,6 +568,48 @@ TEST_CASE("bench --compare: the H100's and the H200's shipped runs, as the READM
   CHECK(h100.out.find("NVIDIA H100 80GB HBM3, compute capability 9.0, 132 SMs") != std::string::npos);
 }
 
+TEST_CASE(
+    "bench --back-to-back: spans of runs, their count in the table and the files, and cold on the CPU refused") {
+  const std::string d = tmp("bench-b2b");
+  std::filesystem::create_directories(d);
+  const Run r =
+      run("bench --backend cpu --warm --back-to-back --shape 64x128 --kernel 'dequant/awq-int4-fp16' "
+          "--timeout 0.3 "
+          "--json " +
+          d + "/b2b.json");
+  INFO(r.err);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("a sample times runs queued back to back, as one span over its runs (the row's \"runs\"), "
+                   "the same buffers every run, L2 warm") != std::string::npos);
+  std::ifstream jf(d + "/b2b.json");
+  const nlohmann::json j = nlohmann::json::parse(jf);
+  REQUIRE(j["rows"].size() == 1);
+  CHECK(j["rows"][0]["back_to_back"] == true);
+  CHECK(j["rows"][0]["cold"] == false);
+  CHECK(j["rows"][0]["copies"] == 1);
+  const int runs = j["rows"][0]["runs_per_sample"].get<int>();
+  CHECK(runs >= 2);
+  CHECK(r.out.find("  runs " + std::to_string(runs) + "\n") != std::string::npos);
+  // The saved run prints as the run did; against a run a sample at a time, the row is marked.
+  const Run shown = run("bench --show " + d + "/b2b.json");
+  REQUIRE(shown.status == 0);
+  CHECK(shown.out.find("  runs " + std::to_string(runs) + "\n") != std::string::npos);
+  REQUIRE(run("bench --backend cpu --warm --shape 64x128 --kernel 'dequant/awq-int4-fp16' --timeout 0.1 "
+              "--json " +
+              d + "/one.json")
+              .status == 0);
+  const Run cmp = run("bench --compare " + d + "/one.json " + d + "/b2b.json");
+  REQUIRE(cmp.status == 0);
+  CHECK(cmp.out.find("+: A and B timed the row otherwise, so the ratio is not the kernels' alone:\n   "
+                     "dequant/awq-int4-fp16 64x128 per-ch: A warm, B warm, back to back\n") !=
+        std::string::npos);
+  CHECK(refused("bench --backend cpu --back-to-back --shape 64x128 --kernel 'dequant/awq-int4-fp16'")
+            .find("--back-to-back with --cold takes each run on its own copy of the buffers on a GPU, and "
+                  "this run's "
+                  "backend is the CPU twin: add --warm (its runs one after another) or leave out "
+                  "--back-to-back") != std::string::npos);
+}
+
 TEST_CASE("bench --batch: the GEMV rows at the rows of X asked for, and a clear refusal") {
   const nlohmann::json j = bench_json(
       "bench-batch",

@@ -142,6 +142,33 @@ TEST_CASE("quantize view: shapes the scheme cannot take are refused with a sente
   CHECK(shape.output.find("NxK") != std::string::npos);
 }
 
+TEST_CASE("timing view: back-to-back runs, warm on the CPU twin, and cold there refused with the settings kept") {
+  const std::string json = tmp("bench-b2b.json");
+  const Outcome o = timed_run(
+      "timing.kernels=dequant/awq-int4-fp16;timing.shapes=64x128;timing.warm=1;timing.back-to-back=1;"
+      "timing.timeout=0.1",
+      json);
+  INFO(o.output);
+  REQUIRE(o.status == 0);
+  const nlohmann::json j = saved_report(json);
+  REQUIRE(j["rows"].size() == 1);
+  CHECK(j["rows"][0]["back_to_back"] == true);
+  CHECK(j["rows"][0]["cold"] == false);
+  CHECK(j["rows"][0]["runs_per_sample"].get<int>() >= 2);
+  // Cold back to back on the CPU twin: the sentence, and nothing timed; a value the key does not take.
+  const std::string one = "timing.kernels=dequant/awq-int4-fp16;timing.shapes=64x128;timing.timeout=0.1;";
+  check_refused_before_timing(
+      {{one + "timing.back-to-back=1",
+        "cold back-to-back runs take each their own copy of the buffers on a GPU, and this view times on the "
+        "CPU twin: choose warm (its runs one after another) or untick back to back; nothing was started"}},
+      tmp("bench-b2b-cold.json"));
+  const Outcome bad = screenshot("timing", one + "timing.back-to-back=yes");
+  INFO(bad.output);
+  CHECK(bad.status == 0);
+  CHECK(bad.output.find("timing.back-to-back 'yes' is not a choice it offers: give 0 or 1; the setting is "
+                        "kept") != std::string::npos);
+}
+
 TEST_CASE("timing view: the GEMV rows at the rows of X asked for, and a list it refuses") {
   const std::string json = tmp("bench-batch.json");
   const Outcome o = timed_run(

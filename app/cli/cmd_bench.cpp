@@ -41,12 +41,13 @@ void compare(const std::string& a_path, const std::string& b_path) {
   fmt::print("A: {}\nB: {}\n", c.a_device, c.b_device);
   fmt::print("{:<26} {:<22} {:>12} {:>12} {:>8} {:>7}  {}\n", "kernel", "shape", "A median", "B median",
              "A/B", "noise", "verdict");
-  bool other = false;
+  bool other = false, timing = false;
   for (const front::CompareRow& r : c.rows) {
-    fmt::print("{:<26} {:<22} {:>12} {:>12} {:>7.3f}x {:>6.1f}%  {}{}\n", r.kernel, r.shape,
+    fmt::print("{:<26} {:<22} {:>12} {:>12} {:>7.3f}x {:>6.1f}%  {}{}{}\n", r.kernel, r.shape,
                front::format_duration(r.a_us), front::format_duration(r.b_us), r.ratio, 100 * r.noise,
-               r.verdict, r.other_kernels ? " *" : "");
+               r.verdict, r.other_kernels ? " *" : "", r.other_timing ? " +" : "");
     other = other || r.other_kernels;
+    timing = timing || r.other_timing;
   }
   fmt::print(
       "A/B > 1: B is faster; noise: the two runs' relative IQRs added, the band within which a row is "
@@ -57,27 +58,58 @@ void compare(const std::string& a_path, const std::string& b_path) {
         "*: A and B launched other kernels for the row (another build, or the launcher chose otherwise on "
         "the other device): their \"launches\" say which\n");
   }
+  if (timing) {
+    fmt::print("+: A and B timed the row otherwise, so the ratio is not the kernels' alone:\n");
+    for (const front::CompareRow& r : c.rows)
+      if (r.other_timing) fmt::print("   {} {}: A {}, B {}\n", r.kernel, r.shape, r.timing_a, r.timing_b);
+  }
 }
 
 // The table under a run's header, and with `launches` what each row launched: a run's rows and a saved
-// run's alike.
-void print_rows(const std::vector<BenchRow>& rows, bool launches) {
-  const bool cold = std::all_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.cold; });
-  const bool warm = std::none_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.cold; });
-  fmt::print("median of the samples, L2 {} between samples; GB/s counts each byte read and written once\n\n",
-             cold   ? "flushed"
-             : warm ? "warm"
-                    : "flushed (cold rows) or warm (warm rows)");
+// run's alike. `l2_bytes` (0 where not known) tells cold back-to-back rows whose copies fall short of it.
+void print_rows(const std::vector<BenchRow>& rows, bool launches, size_t l2_bytes) {
+  const std::string timing = rows.empty() ? "cold" : timing_name(rows.front());
+  const bool alike =
+      std::all_of(rows.begin(), rows.end(), [&](const BenchRow& r) { return timing_name(r) == timing; });
+  const bool b2b =
+      std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.runs_per_sample > 0; });
+  if (!alike) {
+    fmt::print("median of the samples, each row timed as it says; ");
+  } else if (b2b) {
+    fmt::print(
+        "median of the samples; a sample times runs queued back to back, as one span over its runs (the "
+        "row's "
+        "\"runs\"), {}; ",
+        rows.front().cold ? "each run on its own copy of the buffers (\"copies\"), the L2 holding none of it"
+                          : "the same buffers every run, L2 warm");
+  } else {
+    fmt::print("median of the samples, L2 {} between samples; ", rows.front().cold ? "flushed" : "warm");
+  }
+  fmt::print("GB/s counts each byte read and written once\n\n");
   fmt::print("{:<26} {:<20} {:>7} {:>12} {:>7} {:>9} {:>7} {:>9}\n", "kernel", "shape", "samples", "median",
              "noise", "GB/s", "% copy", "speed-up");
+  bool short_copies = false;
   for (const BenchRow& r : rows) {
     const std::string speed = r.speedup ? fmt::format("{:.2f}x", *r.speedup) : "";
+    std::string note = alike ? "" : "  " + timing_name(r);
+    if (r.runs_per_sample > 0) {
+      note += fmt::format("  runs {}", r.runs_per_sample);
+      if (r.cold) note += fmt::format(", copies {}", r.copies);
+      if (r.cold && l2_bytes > 0 && !copies_fill_l2(r, l2_bytes)) {
+        note += " (!)";
+        short_copies = true;
+      }
+    }
     fmt::print("{:<26} {:<20} {:>7} {:>12} {:>6.2f}% {:>9.1f} {:>6.1f}% {:>9}{}{}\n", r.kernel, r.shape,
                r.stats.samples, front::format_duration(r.stats.median_s * 1e6), 100 * r.stats.noise, r.gbps,
-               r.pct_of_copy, speed, r.timed_out ? "  (timed out)" : "",
-               cold || warm ? ""
-               : r.cold     ? "  cold"
-                            : "  warm");
+               r.pct_of_copy, speed, r.timed_out ? "  (timed out)" : "", note);
+  }
+  if (short_copies) {
+    fmt::print(
+        "(!): the row's {} copies move less than three times the L2 between two runs on one copy (a case "
+        "this "
+        "small would need more): part of its data may still be in the L2\n",
+        kMostCopies);
   }
   if (std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.speedup.has_value(); })) {
     fmt::print(
@@ -120,7 +152,7 @@ void show(const std::string& path, bool launches, const std::string& csv_path) {
   if (d.contains("throttle") && d["throttle"].is_string() && !d["throttle"].get<std::string>().empty())
     fmt::print("{}\n", st.bad("warning: clocks were held down (" + d["throttle"].get<std::string>() +
                               ") in that run"));
-  print_rows(run.rows, launches);
+  print_rows(run.rows, launches, static_cast<size_t>(number("l2_bytes")));
   try {
     if (!csv_path.empty()) front::write_report_file(csv_path, front::bench_csv(run.rows));
   } catch (const Error& e) {
@@ -205,7 +237,7 @@ void add_bench(CLI::App& app) {
   struct Opts {
     std::string kernel = "*", shapes, batch, json_path, csv_path, backend = "auto", dtype = "fp16", show;
     int group = 128, gemm_rows = 0;
-    bool cold = false, warm = false, ring = false, launches = false;
+    bool cold = false, warm = false, ring = false, launches = false, back_to_back = false;
     std::vector<std::string> compare;
     double max_noise = 0.02, timeout = 8.0;
   };
@@ -241,6 +273,11 @@ void add_bench(CLI::App& app) {
   auto* c = cmd->add_flag("--cold", o->cold, "Flush the L2 before every sample (the default)");
   auto* w = cmd->add_flag("--warm", o->warm, "Keep the L2 warm between samples");
   c->excludes(w);
+  cmd->add_flag("--back-to-back", o->back_to_back,
+                "Time runs queued back to back, a sample's span over its runs (nvbench's batch time): what a "
+                "kernel takes among others in a stream, without one launch's own latency. With --cold (the "
+                "default) each run takes its own copy of the buffers, the L2 holding none of it; with --warm "
+                "the same buffers (GPU only when cold)");
   cmd->add_option("--max-noise", o->max_noise, "Stop sampling once the relative IQR is below this")
       ->capture_default_str();
   cmd->add_option("--timeout", o->timeout, "Seconds of sampling per case at most")->capture_default_str();
@@ -324,6 +361,12 @@ void add_bench(CLI::App& app) {
     }
     BenchSettings s;
     s.cold = !o->warm;
+    s.back_to_back = o->back_to_back;
+    if (s.back_to_back && s.cold && backend->info().backend == "cpu") {
+      throw UserError(
+          "--back-to-back with --cold takes each run on its own copy of the buffers on a GPU, and this run's "
+          "backend is the CPU twin: add --warm (its runs one after another) or leave out --back-to-back");
+    }
     s.max_noise = o->max_noise;
     s.timeout_seconds = o->timeout;
     BenchControl control;
@@ -362,7 +405,7 @@ void add_bench(CLI::App& app) {
       fmt::print("CPU time on {} threads; memory copy {:.1f} GB/s (read + write, measured now)\n", d.sms,
                  copy);
     }
-    print_rows(rows, o->launches);
+    print_rows(rows, o->launches, d.backend == "cuda" ? d.l2_bytes : 0);
     try {
       const nlohmann::json device = front::bench_device_json(d, copy, clocks);
       if (!o->json_path.empty())

@@ -56,8 +56,13 @@ nlohmann::json bench_row_json(const BenchRow& r) {
                       {"pct_of_copy", r.pct_of_copy},
                       {"bytes", r.bytes},
                       {"cold", r.cold},
+                      {"back_to_back", r.runs_per_sample > 0},
                       {"timed_out", r.timed_out},
                       {"backend", r.backend}};
+  if (r.runs_per_sample > 0) {
+    j["runs_per_sample"] = r.runs_per_sample;
+    j["copies"] = r.copies;
+  }
   if (r.speedup) {
     j["speedup"] = *r.speedup;
     j["baseline"] = r.baseline;
@@ -133,17 +138,17 @@ nlohmann::json bench_report_json(const nlohmann::json& device, const std::vector
 std::string bench_csv(const std::vector<BenchRow>& rows) {
   std::string out =
       "kernel,shape,samples,median_us,noise,min_us,max_us,gbps,pct_of_copy,speedup,baseline,cold,backend,"
-      "launched\n";
+      "launched,runs_per_sample,copies\n";
   for (const BenchRow& r : rows) {
     // The launches' names, in order, joined by " + " and quoted (the short names hold commas).
     std::string launched;
     for (const cuda::KernelLaunch& l : r.launches)
       launched += (launched.empty() ? "" : " + ") + (l.library ? l.name : sass::short_name(l.name));
-    out += fmt::format("{},{},{},{:.4f},{:.5f},{:.4f},{:.4f},{:.2f},{:.2f},{},{},{},{},\"{}\"\n", r.kernel,
-                       r.shape, r.stats.samples, r.stats.median_s * 1e6, r.stats.noise, r.stats.min_s * 1e6,
-                       r.stats.max_s * 1e6, r.gbps, r.pct_of_copy,
+    out += fmt::format("{},{},{},{:.4f},{:.5f},{:.4f},{:.4f},{:.2f},{:.2f},{},{},{},{},\"{}\",{},{}\n",
+                       r.kernel, r.shape, r.stats.samples, r.stats.median_s * 1e6, r.stats.noise,
+                       r.stats.min_s * 1e6, r.stats.max_s * 1e6, r.gbps, r.pct_of_copy,
                        r.speedup ? fmt::format("{:.4f}", *r.speedup) : "", r.baseline,
-                       r.cold ? "cold" : "warm", r.backend, launched);
+                       r.cold ? "cold" : "warm", r.backend, launched, r.runs_per_sample, r.copies);
   }
   return out;
 }
@@ -304,6 +309,17 @@ SavedRun load_bench_run(const std::string& path) {
     row.backend = text("backend", backend);
     row.cold = flag("cold", true);
     row.timed_out = flag("timed_out", false);
+    // A whole number of at least `least`, or `absent` where the key is missing.
+    const auto count = [&](const char* key, int least, int absent) {
+      const double v = number(key, absent);
+      if (v != std::floor(v) || v < least || v > 1e9)
+        throw wrong(key, fmt::format("a whole number from {}", least).c_str());
+      return static_cast<int>(v);
+    };
+    if (flag("back_to_back", false)) {
+      row.runs_per_sample = count("runs_per_sample", 1, 1);
+      row.copies = count("copies", 1, 1);
+    }
     const double median_us = r["median_us"].get<double>();
     row.stats.median_s = median_us * 1e-6;
     row.stats.noise = number("noise", 0);
@@ -381,6 +397,16 @@ Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b) {
       };
       const std::vector<std::string> ka = kernels(ra), kb = kernels(rb);
       r.other_kernels = !ka.empty() && !kb.empty() && ka != kb;
+      const auto timing =
+          [](const nlohmann::json& row) {  // as timing_name says it; absent keys: cold, one run
+            BenchRow t;
+            t.cold = !row.contains("cold") || !row["cold"].is_boolean() || row["cold"].get<bool>();
+            t.runs_per_sample = row.contains("back_to_back") && row["back_to_back"] == true ? 1 : 0;
+            return timing_name(t);
+          };
+      r.timing_a = timing(ra);
+      r.timing_b = timing(rb);
+      r.other_timing = r.timing_a != r.timing_b;
       c.rows.push_back(std::move(r));
     }
   }

@@ -76,6 +76,10 @@ struct CompareRow {
   // Both files list the row's launches (files from before they did list none) and the kernels differ: A
   // and B timed other instances (another build, or a launcher that chose otherwise on another device).
   bool other_kernels = false;
+  // A and B timed the row otherwise: one cold and one warm, or one back to back and one a run at a time
+  // (timing_a / timing_b, as timing_name says them).
+  bool other_timing = false;
+  std::string timing_a, timing_b;
 };
 struct Comparison {
   std::string a_device, b_device;

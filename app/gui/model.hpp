@@ -37,15 +37,18 @@ struct ScriptItem {
   std::string key, value;
 };
 inline constexpr const char* kScriptKeys[] = {
-    "app.svg",         "app.view-png", "float.decimal",   "float.format",     "float.hex",
-    "float.magic",     "layouts.bits", "layouts.element", "layouts.tab",      "lop3.a",
-    "lop3.b",          "lop3.c",       "lop3.expr",       "lop3.lut",         "prmt.a",
-    "prmt.b",          "prmt.mode",    "prmt.sel",        "quant.blocksize",  "quant.group",
-    "quant.npy",       "quant.scheme", "quant.shape",     "sass.filter",      "sass.kernel",
-    "sass.list-width", "sass.timed",   "stepper.absmax",  "stepper.hex",      "stepper.recipe",
-    "stepper.step",    "timing.batch", "timing.compare",  "timing.gemm-rows", "timing.kernels",
-    "timing.open",     "timing.ring",  "timing.run",      "timing.save-json", "timing.select",
-    "timing.shapes",   "timing.tab",   "timing.timeout",  "timing.warm"};
+    "app.svg",       "app.view-png",    "float.decimal",    "float.format",
+    "float.hex",     "float.magic",     "layouts.bits",     "layouts.element",
+    "layouts.tab",   "lop3.a",          "lop3.b",           "lop3.c",
+    "lop3.expr",     "lop3.lut",        "prmt.a",           "prmt.b",
+    "prmt.mode",     "prmt.sel",        "quant.blocksize",  "quant.group",
+    "quant.npy",     "quant.scheme",    "quant.shape",      "sass.filter",
+    "sass.kernel",   "sass.list-width", "sass.timed",       "stepper.absmax",
+    "stepper.hex",   "stepper.recipe",  "stepper.step",     "timing.back-to-back",
+    "timing.batch",  "timing.compare",  "timing.gemm-rows", "timing.kernels",
+    "timing.open",   "timing.ring",     "timing.run",       "timing.save-json",
+    "timing.select", "timing.shapes",   "timing.tab",       "timing.timeout",
+    "timing.warm"};
 bool parse_script(std::string_view script, std::vector<ScriptItem>* items, std::string* problem);
 // A sentence when `key` belongs to a view other than `shown` (the script would wait for it
 // forever), else empty.

@@ -80,8 +80,9 @@ class Backend {
   virtual VerifyResult verify(recipes::RecipeId id) = 0;
   // [M, N] fp16 / bf16 bits.
   virtual std::vector<uint16_t> gemv(const QuantizedMatrix& w, const GemvRequest& r) = 0;
-  // A case ready to time: buffers allocated and filled with random data.
-  virtual std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) = 0;
+  // A case ready to time: buffers allocated and filled with random data, `copies` sets of them for
+  // cold back-to-back runs (BenchTarget::copies; the CPU twin makes one).
+  virtual std::unique_ptr<BenchTarget> bench_target(const BenchCase& c, int copies) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

@@ -240,7 +240,7 @@ class CpuBackend final : public Backend {
     return gemv::gemv_cpu(weights_of(w), p, &deq);
   }
 
-  std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) override {
+  std::unique_ptr<BenchTarget> bench_target(const BenchCase& c, int /*copies*/) override {
     return std::make_unique<CpuBenchTarget>(c);
   }
 

@@ -57,12 +57,13 @@ void cublas_product(recipes::OutType t, int64_t m, int64_t n, int64_t k, const v
 
 // Buffers for one benchmark case on the GPU, filled on the GPU with random data; each sample is
 // timed with CUDA events around the launches (queued while the stream is held), after an L2 flush
-// when cold. The flush reads a buffer twice the L2's size, leaving the L2 full of clean lines: a
-// flush by writing would leave dirty lines whose write-back would be charged to the kernel being
-// timed.
+// when a single run is timed cold. The flush reads a buffer twice the L2's size, leaving the L2 full
+// of clean lines: a flush by writing would leave dirty lines whose write-back would be charged to the
+// kernel being timed. Cold back-to-back runs take the case's buffers' copies in turn instead, each
+// copy allocated and filled as the first.
 class CudaBenchTarget final : public BenchTarget {
  public:
-  CudaBenchTarget(const BenchCase& c, const DeviceInfo& dev) {
+  CudaBenchTarget(const BenchCase& c, const DeviceInfo& dev, int copies) {
     const size_t l2_bytes = dev.l2_bytes;
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
@@ -70,24 +71,92 @@ class CudaBenchTarget final : public BenchTarget {
     flush_ = alloc<uint8_t>(flush_bytes_);
     sink_ = alloc<uint32_t>(1);
     check(cudaMemset(flush_, 0, flush_bytes_), "clearing the L2 flush buffer");
+    for (int i = 0; i < std::max(1, copies); ++i) runs_.push_back(make_run(c, dev));
+    // One run before any sample, on a stream that is not held: a kernel's first launch loads its
+    // module (CUDA loads them lazily) and cuBLAS sets itself up, and either may wait for the
+    // device, which a held stream would keep busy until the hold expired. Its launches are the case's.
+    {
+      const cuda::LaunchLog log;
+      runs_[0]();
+      launches_ = log.launches();
+    }
+    check(cudaDeviceSynchronize(), "preparing the benchmark");
+  }
+  ~CudaBenchTarget() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    for (void* p : allocs_) cudaFree(p);
+  }
+  CudaBenchTarget(const CudaBenchTarget&) = delete;
+  CudaBenchTarget& operator=(const CudaBenchTarget&) = delete;
+  std::vector<cuda::KernelLaunch> launches() const override { return launches_; }
+  int copies() const override { return static_cast<int>(runs_.size()); }
+
+  // The events and launches are queued behind a held stream (cuda::StreamHold), so that only the
+  // device's time lies between the events, never the host's launching. A launch that waited for the
+  // device itself would let the hold expire (after a second): from then on this case runs unheld.
+  double time_once(bool cold) override {
+    if (cold) check(cuda::launch_l2_flush(flush_, flush_bytes_ / 16, sink_));
+    return timed(1);
+  }
+  // The same hold with `runs` runs between the events, each on the next copy of the buffers: the
+  // device goes from one to the next as it would in a model's stream of launches.
+  double time_back_to_back(int runs) override { return timed(runs) / runs; }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  cuda::StreamHold hold_;
+  bool hold_works_ = true;
+  uint8_t* flush_ = nullptr;
+  size_t flush_bytes_ = 0;
+  uint32_t* sink_ = nullptr;
+  std::vector<void*> allocs_;
+  std::vector<std::function<void()>> runs_;  // one a copy of the buffers
+  size_t next_ = 0;                          // the copy the next run takes
+  std::vector<cuda::KernelLaunch> launches_;
+
+  // Seconds from the start event to the stop event around `runs` runs.
+  double timed(int runs) {
+    // A hold that cannot be queued (no mapped host memory) is not asked for again.
+    const bool held = hold_works_ && (hold_works_ = hold_.hold(1.0).empty());
+    try {
+      check(cudaEventRecord(start_), "cudaEventRecord");
+      for (int i = 0; i < runs; ++i) {
+        runs_[next_]();
+        next_ = (next_ + 1) % runs_.size();
+      }
+      check(cudaEventRecord(stop_), "cudaEventRecord");
+    } catch (...) {
+      if (held) hold_.release();  // the error is the user's to read, not the hold's second to wait
+      throw;
+    }
+    if (held) hold_.release();
+    check(cudaEventSynchronize(stop_), "the benchmarked kernel");
+    if (held && hold_.timed_out()) hold_works_ = false;
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms / 1e3;
+  }
+
+  // One copy of the case's buffers, allocated and filled, and the run that reads and writes them.
+  std::function<void()> make_run(const BenchCase& c, const DeviceInfo& dev) {
     const int64_t n = c.n, k = c.k, elems = n * k;
     switch (c.kind) {
       case BenchKind::Copy: {
         const size_t words = static_cast<size_t>(c.copy_bytes / 4);
         uint32_t* src = random_words(words, 1, ~0u, 0u);
         uint32_t* dst = alloc<uint32_t>(words);
-        launch_ = [src, dst, words] {
+        return [src, dst, words] {
           cuda::note_library_call("cudaMemcpyAsync (device to device)");
           check(cudaMemcpyAsync(dst, src, words * 4, cudaMemcpyDeviceToDevice), "copy");
         };
-        break;
       }
       case BenchKind::Dequant: {
         const quant::Scheme scheme = scheme_of_recipe(c.recipe);
         const quant::Layout layout = layout_of_recipe(c.recipe);
         const size_t words = static_cast<size_t>(elems * quant::scheme_bits(scheme) / 32);
         const size_t groups = static_cast<size_t>(elems / c.group);
-        dq_ = quant::DequantArgs{
+        const quant::DequantArgs dq{
             scheme,
             layout,
             c.recipe,
@@ -99,12 +168,11 @@ class CudaBenchTarget final : public BenchTarget {
             random_words(groups / 8 + 1, 4, ~0u, 0u),
             reinterpret_cast<float*>(random_words(groups, 5, 0x007FFFFFu, 0x3C000000u)),
             alloc<uint16_t>(static_cast<size_t>(elems))};
-        launch_ = [this] { check(cuda::fast_dequant(dq_, false)); };
-        break;
+        return [dq] { check(cuda::fast_dequant(dq, false)); };
       }
       case BenchKind::Quant: {
         const size_t groups = static_cast<size_t>(elems / c.group);
-        q_ = quant::QuantArgs{
+        const quant::QuantArgs q{
             c.scheme,
             n,
             k,
@@ -116,10 +184,9 @@ class CudaBenchTarget final : public BenchTarget {
             alloc<float>(groups)};
         uint32_t* words = alloc<uint32_t>(static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32));
         uint16_t* scales = alloc<uint16_t>(groups);
-        launch_ = [this, words, scales, d = quant_device(dev)] {
-          check(cuda::fast_quant_plain(q_, words, scales, d, false));
+        return [q, words, scales, d = quant_device(dev)] {
+          check(cuda::fast_quant_plain(q, words, scales, d, false));
         };
-        break;
       }
       case BenchKind::Gemv: {
         const QuantSpec spec{c.scheme, c.layout, c.group};
@@ -138,11 +205,11 @@ class CudaBenchTarget final : public BenchTarget {
                                                                          10, f16 ? 0x87FF87FFu : 0x80FF80FFu,
                                                                          f16 ? 0x1C001C00u : 0x3B803B80u));
           const int64_t m = c.m;
-          launch_ = [=] { cublas_product(c.dtype, m, n, k, x, w16, y); };
-          break;
+          const recipes::OutType t = c.dtype;
+          return [=] { cublas_product(t, m, n, k, x, w16, y); };
         }
-        gemv_ = cuda::GemvLaunch{};
-        gemv_.w = gemv::Weights{
+        cuda::GemvLaunch g{};
+        g.w = gemv::Weights{
             c.scheme,
             c.layout,
             n,
@@ -152,84 +219,28 @@ class CudaBenchTarget final : public BenchTarget {
             reinterpret_cast<uint16_t*>(random_words((groups + 1) / 2, 12, 0x07FF07FFu, 0x1C001C00u)),
             random_words(groups / 8 + 1, 13, ~0u, 0u),
             reinterpret_cast<float*>(random_words(groups, 14, 0x007FFFFFu, 0x3F800000u))};
-        gemv_.p = p;
-        gemv_.y = y;
-        const size_t ws = cuda::gemv_workspace_bytes(gemv_.w, c.m);
-        gemv_.workspace = alloc<uint8_t>(ws);
-        check(cudaMemset(gemv_.workspace, 0, ws), "clearing the GEMV workspace");
-        gemv_.sms = dev.sms;
-        gemv_.cc = dev.cc();
-        gemv_.block_shared_most = static_cast<int64_t>(dev.block_shared_bytes);
-        gemv_.rows = c.gemm_rows;
-        gemv_.no_walk = c.ring;
-        launch_ = [this] { check(cuda::gemv_run(gemv_, false)); };
-        break;
+        g.p = p;
+        g.y = y;
+        const size_t ws = cuda::gemv_workspace_bytes(g.w, c.m);
+        g.workspace = alloc<uint8_t>(ws);
+        check(cudaMemset(g.workspace, 0, ws), "clearing the GEMV workspace");
+        g.sms = dev.sms;
+        g.cc = dev.cc();
+        g.block_shared_most = static_cast<int64_t>(dev.block_shared_bytes);
+        g.rows = c.gemm_rows;
+        g.no_walk = c.ring;
+        return [g] { check(cuda::gemv_run(g, false)); };
       }
       case BenchKind::Permute: {
         const size_t words = static_cast<size_t>(elems * quant::scheme_bits(c.scheme) / 32);
-        pm_ = quant::PermuteArgs{quant::scheme_bits(c.scheme), n, k, random_words(words, 7, ~0u, 0u),
-                                 alloc<uint32_t>(words)};
+        const quant::PermuteArgs pm{quant::scheme_bits(c.scheme), n, k, random_words(words, 7, ~0u, 0u),
+                                    alloc<uint32_t>(words)};
         const bool fwd = c.forward;
-        launch_ = [this, fwd] { check(cuda::fast_permute(pm_, fwd, false)); };
-        break;
+        return [pm, fwd] { check(cuda::fast_permute(pm, fwd, false)); };
       }
     }
-    // One run before any sample, on a stream that is not held: a kernel's first launch loads its
-    // module (CUDA loads them lazily) and cuBLAS sets itself up, and either may wait for the
-    // device, which a held stream would keep busy until the hold expired. Its launches are the case's.
-    {
-      const cuda::LaunchLog log;
-      launch_();
-      launches_ = log.launches();
-    }
-    check(cudaDeviceSynchronize(), "preparing the benchmark");
+    throw Error("a benchmark case of a kind this backend does not time");
   }
-  ~CudaBenchTarget() override {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-    for (void* p : allocs_) cudaFree(p);
-  }
-  CudaBenchTarget(const CudaBenchTarget&) = delete;
-  CudaBenchTarget& operator=(const CudaBenchTarget&) = delete;
-  std::vector<cuda::KernelLaunch> launches() const override { return launches_; }
-
-  // The events and launches are queued behind a held stream (cuda::StreamHold), so that only the
-  // device's time lies between the events, never the host's launching. A launch that waited for the
-  // device itself would let the hold expire (after a second): from then on this case runs unheld.
-  double time_once(bool cold) override {
-    if (cold) check(cuda::launch_l2_flush(flush_, flush_bytes_ / 16, sink_));
-    // A hold that cannot be queued (no mapped host memory) is not asked for again.
-    const bool held = hold_works_ && (hold_works_ = hold_.hold(1.0).empty());
-    try {
-      check(cudaEventRecord(start_), "cudaEventRecord");
-      launch_();
-      check(cudaEventRecord(stop_), "cudaEventRecord");
-    } catch (...) {
-      if (held) hold_.release();  // the error is the user's to read, not the hold's second to wait
-      throw;
-    }
-    if (held) hold_.release();
-    check(cudaEventSynchronize(stop_), "the benchmarked kernel");
-    if (held && hold_.timed_out()) hold_works_ = false;
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    return ms / 1e3;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  cuda::StreamHold hold_;
-  bool hold_works_ = true;
-  uint8_t* flush_ = nullptr;
-  size_t flush_bytes_ = 0;
-  uint32_t* sink_ = nullptr;
-  std::vector<void*> allocs_;
-  std::function<void()> launch_;
-  std::vector<cuda::KernelLaunch> launches_;
-  quant::DequantArgs dq_{};
-  quant::QuantArgs q_{};
-  quant::PermuteArgs pm_{};
-  cuda::GemvLaunch gemv_{};
 
   template <class T>
   T* alloc(size_t n) {
@@ -382,8 +393,8 @@ class CudaBackend final : public Backend {
     return dy.to_host();
   }
 
-  std::unique_ptr<BenchTarget> bench_target(const BenchCase& c) override {
-    return std::make_unique<CudaBenchTarget>(c, info_);
+  std::unique_ptr<BenchTarget> bench_target(const BenchCase& c, int copies) override {
+    return std::make_unique<CudaBenchTarget>(c, info_, copies);
   }
 
   VerifyResult verify(recipes::RecipeId id) override {

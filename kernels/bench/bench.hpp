@@ -1,10 +1,11 @@
-// The timing engine: nvbench-style measurement of one kernel launch at a time.
+// The timing engine: nvbench-style measurement of one kernel launch at a time, or of launches
+// queued back to back.
 //
 // A BenchTarget (made by a backend for one case: the kernel, its shape, inputs filled with
-// random data) times single runs; the engine warms it up, takes samples until the stopping
-// rule is met (minimum samples and time, noise under the limit, or a timeout), and reports the
-// median, the relative interquartile range as noise, min, max, and throughput against the
-// device-to-device copy bandwidth measured by the same engine on the same device.
+// random data) times single runs, or runs back to back; the engine warms it up, takes samples
+// until the stopping rule is met (minimum samples and time, noise under the limit, or a timeout),
+// and reports the median, the relative interquartile range as noise, min, max, and throughput
+// against the device-to-device copy bandwidth measured by the same engine on the same device.
 #pragma once
 
 #include <atomic>
@@ -74,11 +75,24 @@ class BenchTarget {
   // The kernels (and library calls) one run launches, in order, as the target's first run noted them;
   // empty for the CPU twin.
   virtual std::vector<cuda::KernelLaunch> launches() const { return {}; }
+  // `runs` runs queued back to back and timed as one span: the span's seconds over `runs`. Each run
+  // takes the next of the target's copies of its buffers (copies()), in turn. The CPU twin has no
+  // launches to queue: it sums that many warm single runs.
+  virtual double time_back_to_back(int runs);
+  // The copies of the case's buffers that back-to-back runs take in turn (the backend's bench_target).
+  virtual int copies() const { return 1; }
 };
 
 struct BenchSettings {
   bool cold = true;  // L2 flushed before every sample
-  int warmup = 3;    // runs before sampling
+  // Each sample times runs queued back to back, as one span over the runs (nvbench's batch time):
+  // what a kernel takes where launches follow one another (a model's layers, a graph of a decode
+  // step), without the launch and events that a sample of one run carries. Cold: each run reads and
+  // writes its own copy of the case's buffers, enough copies that the L2 holds none of a run's data
+  // when it starts (back_to_back_copies); warm: the same buffers every run.
+  bool back_to_back = false;
+  double span_seconds = 200e-6;  // a back-to-back sample's device time, about
+  int warmup = 3;                // runs before sampling
   int min_samples = 25;
   int max_samples = 1000;
   double min_seconds = 0.2;      // of sampled time
@@ -110,7 +124,12 @@ struct BenchRow {
   std::string baseline;
   bool timed_out = false;
   std::vector<cuda::KernelLaunch> launches;  // what one run launched (BenchTarget::launches)
+  int runs_per_sample = 0;                   // back to back: the runs each sample timed; 0: one run a sample
+  int copies = 1;                            // back to back: the copies of the buffers the runs took in turn
 };
+
+// How a row was timed: "cold", "warm", "cold, back to back" or "warm, back to back".
+std::string timing_name(const BenchRow& r);
 
 // Progress and cancellation, shared with whoever started the run (the GUI's timing panel).
 struct BenchControl {

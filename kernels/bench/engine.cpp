@@ -177,18 +177,60 @@ BenchStats summarize(std::vector<double> v) {
   return s;
 }
 
+double BenchTarget::time_back_to_back(int runs) {
+  double t = 0;
+  for (int i = 0; i < runs; ++i) t += time_once(false);
+  return t / runs;
+}
+
+std::string timing_name(const BenchRow& r) {
+  return std::string(r.cold ? "cold" : "warm") + (r.runs_per_sample > 0 ? ", back to back" : "");
+}
+
+int back_to_back_copies(double case_bytes, size_t l2_bytes) {
+  if (!(case_bytes > 0)) return kMostCopies;
+  const double others = std::ceil(3.0 * static_cast<double>(l2_bytes) / case_bytes);
+  return static_cast<int>(std::clamp(others + 1, 2.0, static_cast<double>(kMostCopies)));
+}
+
+bool copies_fill_l2(const BenchRow& r, size_t l2_bytes) {
+  return static_cast<double>(r.copies - 1) * r.bytes >= 3.0 * static_cast<double>(l2_bytes);
+}
+
+namespace {
+
+// Runs a back-to-back sample queues: about s.span_seconds of them by the warm-up's last figure, at
+// least 2, and few enough that the queue holds them (256 launches) while the stream is held. The
+// warm-up goes round every copy at least once, so that the first samples find none in the L2 from
+// its filling.
+int runs_a_sample(BenchTarget& target, const BenchSettings& s) {
+  double t = 0;
+  const int spans = std::max({1, s.warmup, (target.copies() + 3) / 4});
+  for (int i = 0; i < spans; ++i) t = target.time_back_to_back(4);
+  const int launches = std::max<int>(1, static_cast<int>(target.launches().size()));
+  const int most = std::max(2, 256 / launches);
+  if (!(t > 0)) return most;
+  return static_cast<int>(std::clamp(std::ceil(s.span_seconds / t), 2.0, static_cast<double>(most)));
+}
+
+}  // namespace
+
 BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s,
                  const std::atomic<bool>* cancel) {
-  for (int i = 0; i < s.warmup; ++i) target.time_once(s.cold);
+  int runs = 0;  // a back-to-back sample's runs
+  if (s.back_to_back)
+    runs = runs_a_sample(target, s);
+  else
+    for (int i = 0; i < s.warmup; ++i) target.time_once(s.cold);
   std::vector<double> samples;
-  double total = 0;
+  double total = 0;  // device time sampled, every run counted
   const auto start = std::chrono::steady_clock::now();
   bool timed_out = false;
   while (true) {
     if (cancel && cancel->load()) break;
-    const double t = target.time_once(s.cold);
+    const double t = runs > 0 ? target.time_back_to_back(runs) : target.time_once(s.cold);
     samples.push_back(t);
-    total += t;
+    total += t * std::max(runs, 1);
     const int n = static_cast<int>(samples.size());
     if (n >= s.min_samples && total >= s.min_seconds) {
       // Checking the noise costs a sort: do it every few samples.
@@ -208,6 +250,8 @@ BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s
   r.kernel = c.kernel_name();
   r.shape = c.shape_name();
   r.cold = s.cold;
+  r.runs_per_sample = runs;
+  r.copies = target.copies();
   r.stats = summarize(samples);
   r.timed_out = timed_out;
   r.launches = target.launches();
@@ -229,7 +273,7 @@ double copy_bandwidth(Backend& backend) {
   c.kind = BenchKind::Copy;
   // Large enough to stream from memory: at least 8x the L2, 1 GiB on a GPU.
   c.copy_bytes = backend.info().backend == "cuda" ? (int64_t{1} << 30) : (int64_t{256} << 20);
-  auto target = backend.bench_target(c);
+  auto target = backend.bench_target(c, 1);
   BenchSettings s;
   s.min_samples = 20;
   const BenchRow r = measure(*target, c, s, nullptr);
@@ -245,6 +289,12 @@ std::optional<recipes::RecipeId> baseline_of(recipes::RecipeId id) {
 
 std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& cases, const BenchSettings& s,
                                 BenchControl* control) {
+  if (s.back_to_back && s.cold && backend.info().backend == "cpu") {
+    throw Error(
+        "cold back-to-back runs take each their own copy of the buffers on a GPU, and this run's backend is "
+        "the CPU twin: time back to back warm (the CPU twin's runs one after another), or cold without back "
+        "to back");
+  }
   if (control) {
     control->total = static_cast<int>(cases.size()) + 1;
     control->done = 0;
@@ -254,7 +304,8 @@ std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& 
   std::vector<BenchRow> rows;
   for (const BenchCase& c : cases) {
     if (control && control->cancel.load()) break;
-    auto target = backend.bench_target(c);
+    const int copies = s.back_to_back && s.cold ? back_to_back_copies(c.bytes(), backend.info().l2_bytes) : 1;
+    auto target = backend.bench_target(c, copies);
     BenchRow r = measure(*target, c, s, control ? &control->cancel : nullptr);
     r.backend = backend.info().backend;
     r.pct_of_copy = copy > 0 ? 100.0 * r.gbps / copy : 0;

@@ -14,12 +14,22 @@ class Backend;
 BenchRow measure(BenchTarget& target, const BenchCase& c, const BenchSettings& s,
                  const std::atomic<bool>* cancel);
 
+// The copies of a case's buffers that its cold back-to-back runs take in turn: between two runs on one
+// copy the others move at least three times the L2's bytes, so that none of a run's data is still
+// there when it starts; at least 2, and at most kMostCopies (cases under about 300 KB on a 50 MB L2
+// fall short of the three times, and say so: copies_fill_l2).
+inline constexpr int kMostCopies = 512;
+int back_to_back_copies(double case_bytes, size_t l2_bytes);
+// Whether a back-to-back row's copies move at least three times the L2 between two runs on one copy.
+bool copies_fill_l2(const BenchRow& r, size_t l2_bytes);
+
 // The device-to-device copy bandwidth (bytes read + written per second) of a backend, measured
 // once per backend per process and cached.
 double copy_bandwidth(Backend& backend);
 
 // Every case in turn; fills throughput, % of copy bandwidth and the speed-up over each row's
-// baseline (a naive recipe at the same shape) where one was measured in the same run.
+// baseline (a naive recipe at the same shape) where one was measured in the same run. Throws Error
+// for settings the backend cannot time (cold back-to-back runs on the CPU twin).
 std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& cases, const BenchSettings& s,
                                 BenchControl* control = nullptr);
 

@@ -1606,7 +1606,7 @@ TEST_CASE("launches: each bench case's run names the kernels it launched, as the
     return s;
   };
   const auto launched = [&](const BenchCase& c) {
-    const std::vector<cuda::KernelLaunch> ls = gpu->bench_target(c)->launches();
+    const std::vector<cuda::KernelLaunch> ls = gpu->bench_target(c, 1)->launches();
     std::printf("%s %s: %s\n", c.kernel_name().c_str(), c.shape_name().c_str(), names(ls).c_str());
     for (const auto& l : ls) {
       if (l.library) continue;

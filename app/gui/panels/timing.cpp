@@ -47,6 +47,7 @@ struct State {
   int show_results = 0;
   int group_choice = 2;
   int cold = 1;
+  bool back_to_back = false;  // BenchSettings::back_to_back
   float max_noise_pct = 2.0f, timeout_s = 2.0f;
   std::string error;
   std::string device_line;
@@ -86,8 +87,13 @@ std::string si_bytes(double b) {
 
 void row_tooltip(const BenchRow& r) {
   ImGui::BeginTooltip();
-  ImGui::Text("%s  %s  (%s, %s)", r.kernel.c_str(), r.shape.c_str(), r.cold ? "cold" : "warm",
+  ImGui::Text("%s  %s  (%s, %s)", r.kernel.c_str(), r.shape.c_str(), timing_name(r).c_str(),
               r.backend.c_str());
+  if (r.runs_per_sample > 0 && r.cold)
+    ImGui::Text("%d runs a sample, each on the next of %d copies of the buffers", r.runs_per_sample,
+                r.copies);
+  else if (r.runs_per_sample > 0)
+    ImGui::Text("%d runs a sample on the same buffers", r.runs_per_sample);
   ImGui::Text("median %s, IQR %s .. %s (noise %.2f%%)",
               front::format_duration(r.stats.median_s * 1e6).c_str(),
               front::format_duration(r.stats.q1_s * 1e6).c_str(),
@@ -354,12 +360,18 @@ void start(State& s, Model& m) {
           s.device_line);
     }
   }
+  if (s.error.empty() && s.back_to_back && s.cold != 0 && s.backend->info().backend == "cpu") {
+    s.error =
+        "cold back-to-back runs take each their own copy of the buffers on a GPU, and this view times on the "
+        "CPU twin: choose warm (its runs one after another) or untick back to back; nothing was started";
+  }
   if (!s.error.empty()) {
     m.set_error(s.error);
     return;
   }
   BenchSettings set;
   set.cold = s.cold != 0;
+  set.back_to_back = s.back_to_back;
   set.max_noise = s.max_noise_pct / 100.0;
   set.timeout_seconds = s.timeout_s;
   s.control.cancel = false;
@@ -432,9 +444,9 @@ void draw_timing(Model& m, const Ui& ui) {
   // "timing.shapes=NxK,NxK",
   // "timing.batch=M,M" (rows of X of the GEMV / GEMM cases), "timing.gemm-rows=R" (the Hopper GEMM's rows a
   // block), "timing.ring=1" (the walk's cases a second time on the ring),
-  // "timing.warm=1", "timing.timeout=SECONDS", "timing.run=1", "timing.tab=table|medians|sweep|compare",
-  // "timing.save-json=PATH" (below), "timing.open=PATH" (a saved run in place of the results),
-  // "timing.compare=PATH" (below: a saved run as A against the results).
+  // "timing.warm=1", "timing.back-to-back=1", "timing.timeout=SECONDS", "timing.run=1",
+  // "timing.tab=table|medians|sweep|compare", "timing.save-json=PATH" (below), "timing.open=PATH" (a saved
+  // run in place of the results), "timing.compare=PATH" (below: a saved run as A against the results).
   if (auto v = scripted("timing.kernels")) {
     std::set<std::string> picked;
     std::string unknown;
@@ -476,6 +488,9 @@ void draw_timing(Model& m, const Ui& ui) {
   }
   if (auto v = scripted("timing.warm")) {
     if (auto i = script_choice(m, "timing.warm", *v, {"0", "1"})) s.cold = *i == 1 ? 0 : 1;
+  }
+  if (auto v = scripted("timing.back-to-back")) {
+    if (auto i = script_choice(m, "timing.back-to-back", *v, {"0", "1"})) s.back_to_back = *i == 1;
   }
   if (auto v = scripted("timing.timeout")) {
     if (auto t = script_value(m, front::parse_positive(*v, "timing.timeout (seconds a case)", 3600)))
@@ -615,6 +630,15 @@ void draw_timing(Model& m, const Ui& ui) {
     ImGui::RadioButton("cold (L2 flushed)", &s.cold, 1);
     same_line_if_fits(check_width("warm"));
     ImGui::RadioButton("warm", &s.cold, 0);
+    same_line_if_fits(check_width("back to back"));
+    ImGui::Checkbox("back to back", &s.back_to_back);
+    if (ImGui::IsItemHovered()) {
+      ImGui::SetTooltip(
+          "Each sample times runs queued one after another, as one span over its runs (nvbench's batch\n"
+          "time): what a kernel takes among others in a stream, without one launch's own latency.\n"
+          "Cold: each run on its own copy of the buffers, the L2 holding none of it (GPU only).\n"
+          "Warm: the same buffers every run.");
+    }
     ImGui::SetNextItemWidth(8 * em);
     ImGui::SliderFloat("max noise %", &s.max_noise_pct, 0.5f, 10.0f, "%.1f");
     ImGui::SetNextItemWidth(8 * em);
@@ -712,9 +736,15 @@ void draw_timing(Model& m, const Ui& ui) {
   }
   if (m.bench_copy_gbps > 0)
     dim_text(
-        "%zu results; median of the samples, L2 %s; GB/s counts each byte read and written once; copy %.1f "
+        "%zu results; median of the samples, %s; GB/s counts each byte read and written once; copy %.1f "
         "GB/s",
-        rows.size(), rows.front().cold ? "flushed" : "warm", m.bench_copy_gbps);
+        rows.size(),
+        rows.front().runs_per_sample > 0
+            ? (rows.front().cold ? "runs back to back, each on its own copy of the buffers (L2 cold)"
+                                 : "runs back to back on the same buffers (L2 warm)")
+        : rows.front().cold ? "L2 flushed"
+                            : "L2 warm",
+        m.bench_copy_gbps);
 
   if (!ImGui::BeginTabBar("timing results")) return;
   const auto tab = [&](const char* name, const char* key) {
@@ -837,6 +867,13 @@ void draw_timing(Model& m, const Ui& ui) {
           if (r.other_kernels && ImGui::IsItemHovered())
             ImGui::SetTooltip(
                 "A and B launched other kernels for this row: their files' \"launches\" say which");
+          if (r.other_timing) {
+            ImGui::SameLine();
+            ImGui::TextUnformatted("+");
+            if (ImGui::IsItemHovered())
+              ImGui::SetTooltip("A and B timed this row otherwise: A %s, B %s", r.timing_a.c_str(),
+                                r.timing_b.c_str());
+          }
         }
         ImGui::EndTable();
       }
@@ -845,6 +882,10 @@ void draw_timing(Model& m, const Ui& ui) {
         dim_text(
             "*: A and B launched other kernels for the row (another build, or the launcher chose "
             "otherwise on the other device)");
+      }
+      if (std::any_of(s.comparison->rows.begin(), s.comparison->rows.end(),
+                      [](const front::CompareRow& r) { return r.other_timing; })) {
+        dim_text("+: A and B timed the row otherwise (cold or warm, back to back or a run at a time)");
       }
       dim_text(
           "A/B > 1: B is faster; noise: the two runs' relative IQRs added, the band within which a row is "
