@@ -1609,14 +1609,31 @@ __global__ void __launch_bounds__(W * 32, 32 / W) ft_lane_kernel(FtIo a, int gro
   } else {
     sp.p = a.scales + (live ? k0 / a.group : 0) * a.n + 4 * cg0 + lp.channel;
   }
-  // B: X of the 16 rows from gemv::lane_x_row, in the lanes gemv::lane_holds_x names.
+  // Launched as the programmatic dependent of the kernel before it (compute capability 9.0), the block may
+  // start while that kernel ends: it asks the L2 for its first pieces of W, which no kernel writes, and
+  // waits for that kernel (which may have written X) before it reads X or touches the workspace. Its own
+  // dependent may start as soon as every block here has.
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  for (int d = 0; d < kLaneAhead && d < count; ++d)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(src + d * stride));
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+  // B: X of the 16 rows from gemv::lane_x_row, in the lanes gemv::lane_holds_x names. By coherent loads in
+  // asm volatile, which stay after the wait above: a non-coherent load (__ldg) may be moved ahead of it, and
+  // then read X before the kernel before has written it (seen with bf16 X, GPU suite).
   const int64_t kx = slab * S + gemv::lane_x_row(lane);
   uint32_t xb[8] = {};
   if (gemv::lane_holds_x(lane) && kx < a.k) {
-    const uint4 v0 = __ldg(reinterpret_cast<const uint4*>(a.x + kx));
-    const uint4 v1 = __ldg(reinterpret_cast<const uint4*>(a.x + kx) + 1);
-    xb[0] = v0.x, xb[1] = v0.y, xb[2] = v0.z, xb[3] = v0.w;
-    xb[4] = v1.x, xb[5] = v1.y, xb[6] = v1.z, xb[7] = v1.w;
+    const uint16_t* px = a.x + kx;
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(xb[0]), "=r"(xb[1]), "=r"(xb[2]), "=r"(xb[3])
+                 : "l"(px)
+                 : "memory");
+    asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(xb[4]), "=r"(xb[5]), "=r"(xb[6]), "=r"(xb[7])
+                 : "l"(px + 8)
+                 : "memory");
   }
   __shared__ float back[W];  // each warp's 2^-e (bf16 X)
   float* out = part + warp * groups_per_block * 4 + lane / 8;
@@ -1799,8 +1816,20 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   const auto kernel = plan.other ? instance(std::true_type{}) : instance(std::false_type{});
   const size_t shared =
       static_cast<size_t>(plan.other ? kLaneFormTimes<T> : 1) * static_cast<size_t>(g.shared_bytes);
-  run_kernel(kernel, grid, W * 32, shared, ft_io(L, ws), static_cast<int>(g.per),
-             static_cast<int>(g.per_row));
+  // On compute capability 9.0 the kernel is the programmatic dependent of the launch before it (it reads W
+  // and waits for that launch before it reads X: ft_lane_kernel), so that back to back its blocks start
+  // while the kernel before ends (notes/performance.md, ninety-third session: PDL).
+  if (L.cc >= 90) {
+    DependentLaunch d(1, W * 32, shared);
+    d.cfg.gridDim = grid;
+    if (const cudaError_t e =
+            run_kernel_ex(d.cfg, kernel, ft_io(L, ws), static_cast<int>(g.per), static_cast<int>(g.per_row));
+        e != cudaSuccess)
+      return std::string("the one-row W4A16 kernel failed on the GPU: ") + cudaGetErrorString(e);
+  } else {
+    run_kernel(kernel, grid, W * 32, shared, ft_io(L, ws), static_cast<int>(g.per),
+               static_cast<int>(g.per_row));
+  }
   return status("the one-row W4A16 kernel", wait);
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <string>
 #include <thread>
@@ -1318,6 +1319,88 @@ TEST_CASE("gemv: one row on the lane form's other forms (fp16's sums unmet, bf16
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("gemv: one row launched back to back, each layer reading the output of the layer before") {
+  // On compute capability 9.0 the one-row kernel is the programmatic dependent of the launch before it: its
+  // blocks may start on the multiprocessors that launch has left and read W, and they wait for it
+  // (griddepcontrol.wait) before they read X or touch the workspace. A chain of layers, each X the output of
+  // the layer before, queued with no wait between them, must give what the same chain gives with the device
+  // waited for after each layer: bit for bit where the blocks' sums meet in one order, and every layer
+  // within the accuracy goal of the float64 product of its X. The outputs are set to NaN before each chain,
+  // so that a layer that read its X before the layer before had written it would show. Shapes: one row of
+  // blocks (4096x4096), rows of blocks beyond K = 8192 (8448x8448), and more blocks than fit at once
+  // (4096x4096 told the device has 4 multiprocessors), whose rows are settled by the last block to arrive.
+  auto gpu = open_gpu();
+  auto cpu = make_cpu_backend();
+  using recipes::OutType;
+  const cudaDeviceProp prop = device_prop();
+  constexpr int kLayers = 4;
+  struct Case {
+    int64_t n;
+    int sms;  // 0: the device's
+  };
+  for (const Case c : {Case{4096, 0}, Case{8448, 0}, Case{4096, 4}}) {
+    const int64_t n = c.n;
+    Tensor wt = random_matrix(Distribution::Normal, static_cast<uint64_t>(5 * n + c.sms), n, n);
+    // Rows of length 1 on average, so that each layer's Y is about as large as its X (unscaled, the chain's
+    // fp16 outputs would shrink into the subnormals within three layers).
+    float* f = wt.as<float>();
+    double squares = 0;
+    for (int64_t i = 0; i < n * n; ++i) squares += static_cast<double>(f[i]) * f[i];
+    const auto to_unit = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n)));
+    for (int64_t i = 0; i < n * n; ++i) f[i] *= to_unit;
+    const QuantizedMatrix q = cpu->quantize(wt, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
+    const DeviceWeights dev(q);
+    for (const OutType t : {OutType::F16, OutType::BF16}) {
+      CAPTURE(n);
+      CAPTURE(c.sms);
+      CAPTURE(static_cast<int>(t));
+      GemvRequest r = test::make_request(gemv::Path::Fast, t, 1, n, n, static_cast<uint64_t>(n + 11));
+      r.bias.clear();
+      DeviceGemv d(dev.w, r, prop);
+      if (c.sms > 0) d.launch.sms = c.sms;
+      const int sms = d.launch.sms;
+      const auto resident = [sms](int w) { return int64_t{sms} * 32 / w; };
+      const int w = gemv::lane_warps(n, n, resident);
+      const gemv::LaneGrid g = gemv::lane_grid(n, n, w, resident(w));
+      const bool fixed = g.rows == 1 || gemv::lane_meets_in_slots(g, n, n, resident(w));
+      std::deque<DeviceArray<uint16_t>> ys;
+      for (int i = 0; i < kLayers; ++i) ys.emplace_back(static_cast<size_t>(n));
+      const auto chain = [&](bool wait) {
+        for (DeviceArray<uint16_t>& y : ys)
+          REQUIRE(cudaMemset(y.get(), 0xFF, static_cast<size_t>(n) * 2) == cudaSuccess);  // NaN
+        cuda::GemvLaunch L = d.launch;
+        for (int i = 0; i < kLayers; ++i) {
+          L.p.x = i == 0 ? d.dx.get() : ys[static_cast<size_t>(i - 1)].get();
+          L.y = ys[static_cast<size_t>(i)].get();
+          const std::string error = cuda::gemv_run(L, wait);
+          REQUIRE_MESSAGE(error.empty(), error);
+        }
+        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+        std::vector<std::vector<uint16_t>> out;
+        for (const DeviceArray<uint16_t>& y : ys) out.push_back(y.to_host());
+        return out;
+      };
+      const std::vector<std::vector<uint16_t>> waited = chain(true), queued = chain(false);
+      size_t unlike = 0;
+      for (int i = 0; i < kLayers; ++i) {
+        CAPTURE(i);
+        const std::vector<uint16_t>& y = queued[static_cast<size_t>(i)];
+        for (size_t j = 0; j < y.size(); ++j) unlike += y[j] != waited[static_cast<size_t>(i)][j];
+        GemvRequest ri = r;
+        if (i > 0) ri.x = queued[static_cast<size_t>(i - 1)];
+        CHECK(gemv::compare(y, test::reference(*cpu, q, ri), t).rel_l2 < test::accuracy_goal(t));
+      }
+      std::printf(
+          "int4 %lldx%lld g128 %s on %d multiprocessors (%s): %d layers queued, %zu outputs unlike the "
+          "waited chain's\n",
+          static_cast<long long>(n), static_cast<long long>(n), t == OutType::F16 ? "fp16" : "bf16", sms,
+          fixed ? "one order of sums" : "settled by the last block", kLayers, unlike);
+      if (fixed) CHECK(unlike == 0);
+      CHECK(d.workspace_zero());
     }
   }
 }
