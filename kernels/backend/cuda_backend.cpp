@@ -67,26 +67,41 @@ class CudaBenchTarget final : public BenchTarget {
     const size_t l2_bytes = dev.l2_bytes;
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
-    flush_bytes_ = std::max<size_t>(2 * l2_bytes, size_t{64} << 20);
-    flush_ = alloc<uint8_t>(flush_bytes_);
-    sink_ = alloc<uint32_t>(1);
-    check(cudaMemset(flush_, 0, flush_bytes_), "clearing the L2 flush buffer");
-    for (int i = 0; i < std::max(1, copies); ++i) runs_.push_back(make_run(c, dev));
-    // One run before any sample, on a stream that is not held: a kernel's first launch loads its
-    // module (CUDA loads them lazily) and cuBLAS sets itself up, and either may wait for the
-    // device, which a held stream would keep busy until the hold expired. Its launches are the case's.
-    {
-      const cuda::LaunchLog log;
-      runs_[0]();
-      launches_ = log.launches();
+    // The destructor does not run for a constructor that throws: what was made is released here.
+    try {
+      flush_bytes_ = std::max<size_t>(2 * l2_bytes, size_t{64} << 20);
+      flush_ = alloc<uint8_t>(flush_bytes_);
+      sink_ = alloc<uint32_t>(1);
+      check(cudaMemset(flush_, 0, flush_bytes_), "clearing the L2 flush buffer");
+      if (copies > 1) {
+        size_t free_b = 0, total_b = 0;
+        check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+        const double need = static_cast<double>(copies) * c.bytes();
+        if (need > 0.9 * static_cast<double>(free_b)) {
+          throw Error(
+              fmt::format("{} {}: cold back-to-back runs take {} copies of its {:.2f} GiB of buffers ({:.2f} "
+                          "GiB), and the GPU "
+                          "has {:.2f} GiB free: time it back to back warm (one copy), or a run at a time",
+                          c.kernel_name(), c.shape_name(), copies, c.bytes() / 1073741824.0,
+                          need / 1073741824.0, free_b / 1073741824.0));
+        }
+      }
+      for (int i = 0; i < std::max(1, copies); ++i) runs_.push_back(make_run(c, dev));
+      // One run before any sample, on a stream that is not held: a kernel's first launch loads its
+      // module (CUDA loads them lazily) and cuBLAS sets itself up, and either may wait for the
+      // device, which a held stream would keep busy until the hold expired. Its launches are the case's.
+      {
+        const cuda::LaunchLog log;
+        runs_[0]();
+        launches_ = log.launches();
+      }
+      check(cudaDeviceSynchronize(), "preparing the benchmark");
+    } catch (...) {
+      release();
+      throw;
     }
-    check(cudaDeviceSynchronize(), "preparing the benchmark");
   }
-  ~CudaBenchTarget() override {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-    for (void* p : allocs_) cudaFree(p);
-  }
+  ~CudaBenchTarget() override { release(); }
   CudaBenchTarget(const CudaBenchTarget&) = delete;
   CudaBenchTarget& operator=(const CudaBenchTarget&) = delete;
   std::vector<cuda::KernelLaunch> launches() const override { return launches_; }
@@ -114,6 +129,14 @@ class CudaBenchTarget final : public BenchTarget {
   std::vector<std::function<void()>> runs_;  // one a copy of the buffers
   size_t next_ = 0;                          // the copy the next run takes
   std::vector<cuda::KernelLaunch> launches_;
+
+  void release() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    start_ = stop_ = nullptr;
+    for (void* p : allocs_) cudaFree(p);
+    allocs_.clear();
+  }
 
   // Seconds from the start event to the stop event around `runs` runs.
   double timed(int runs) {

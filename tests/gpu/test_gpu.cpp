@@ -1755,6 +1755,31 @@ TEST_CASE("launches: each bench case's run names the kernels it launched, as the
   }
 }
 
+TEST_CASE("bench: cold back-to-back copies that would not fit the GPU are refused with a sentence") {
+  // Each copy of a 65536x65536 dequant's buffers is 10 GiB: 64 of them fit no GPU. The case is refused
+  // before any copy is made, and the backend times the next case as before.
+  auto gpu = open_gpu();
+  BenchCase big;
+  big.kind = BenchKind::Dequant;
+  big.n = big.k = 65536;
+  std::string why;
+  try {
+    gpu->bench_target(big, 64);
+  } catch (const Error& e) {
+    why = e.what();
+  }
+  INFO(why);
+  CHECK(why.rfind("dequant/awq-int4-fp16 65536x65536 g128: cold back-to-back runs take 64 copies of its",
+                  0) == 0);
+  CHECK(why.find("time it back to back warm (one copy), or a run at a time") != std::string::npos);
+  BenchCase small = big;
+  small.n = 256;
+  small.k = 512;
+  auto target = gpu->bench_target(small, 4);
+  CHECK(target->copies() == 4);
+  CHECK(target->time_back_to_back(8) > 0);
+}
+
 TEST_CASE("bench: a held stream keeps the host's launching out of the timed span") {
   // The bench engine queues its events and launches behind cuda::StreamHold. Here the host sleeps
   // 20 ms between the start event and a short kernel: unheld, the GPU waits for it inside the
