@@ -604,6 +604,8 @@ TEST_CASE("bench engine: back-to-back samples time spans of runs, about span_sec
   CHECK(r.stats.samples == 25);
   CHECK(r.stats.median_s == doctest::Approx(10e-6));
   CHECK(timing_name(r) == "cold, back to back");
+  CHECK(timing_name(false, true) == "warm, back to back");
+  CHECK(timing_name(true, false) == "cold");
   // Every run counts toward the sampled time: 25 spans of 20 runs of 10 us are 5 ms.
   s.min_seconds = 0.0049;
   CountingTarget t2(10e-6);
@@ -659,12 +661,15 @@ TEST_CASE("bench engine: the copies cold back-to-back runs take, and the CPU twi
   s.cold = true;
   s.min_seconds = 0;
   s.timeout_seconds = 1;
+  CHECK(cold_back_to_back_on_cpu(s, "cpu"));
+  CHECK_FALSE(cold_back_to_back_on_cpu(s, "cuda"));
   CHECK_THROWS_WITH_AS(run_bench(*cpu, {small_dequant()}, s),
                        "cold back-to-back runs take each their own copy of the buffers on a GPU, and this "
                        "run's backend is the CPU twin: time back to back warm (the CPU twin's runs one after "
                        "another), or cold without back to back",
                        Error);
   s.cold = false;
+  CHECK_FALSE(cold_back_to_back_on_cpu(s, "cpu"));
   const std::vector<BenchRow> rows = run_bench(*cpu, {small_dequant()}, s);
   REQUIRE(rows.size() == 1);
   CHECK(rows[0].runs_per_sample >= 2);

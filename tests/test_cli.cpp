@@ -569,7 +569,7 @@ TEST_CASE("bench --compare: the H100's and the H200's shipped runs, as the READM
 }
 
 TEST_CASE(
-    "bench --back-to-back: spans of runs, their count in the table and the files, and cold on the CPU refused") {
+    "bench --back-to-back: spans of runs, their count in the table and files, cold on the CPU refused") {
   const std::string d = tmp("bench-b2b");
   std::filesystem::create_directories(d);
   const Run r =

@@ -142,7 +142,8 @@ TEST_CASE("quantize view: shapes the scheme cannot take are refused with a sente
   CHECK(shape.output.find("NxK") != std::string::npos);
 }
 
-TEST_CASE("timing view: back-to-back runs, warm on the CPU twin, and cold there refused with the settings kept") {
+TEST_CASE(
+    "timing view: back-to-back runs, warm on the CPU twin, and cold there refused with the settings kept") {
   const std::string json = tmp("bench-b2b.json");
   const Outcome o = timed_run(
       "timing.kernels=dequant/awq-int4-fp16;timing.shapes=64x128;timing.warm=1;timing.back-to-back=1;"

@@ -77,9 +77,8 @@ void print_rows(const std::vector<BenchRow>& rows, bool launches, size_t l2_byte
     fmt::print("median of the samples, each row timed as it says; ");
   } else if (b2b) {
     fmt::print(
-        "median of the samples; a sample times runs queued back to back, as one span over its runs (the "
-        "row's "
-        "\"runs\"), {}; ",
+        "median of the samples; a sample times runs queued back to back, as one span over its runs "
+        "(the row's \"runs\"), {}; ",
         rows.front().cold ? "each run on its own copy of the buffers (\"copies\"), the L2 holding none of it"
                           : "the same buffers every run, L2 warm");
   } else {
@@ -106,9 +105,8 @@ void print_rows(const std::vector<BenchRow>& rows, bool launches, size_t l2_byte
   }
   if (short_copies) {
     fmt::print(
-        "(!): the row's {} copies move less than three times the L2 between two runs on one copy (a case "
-        "this "
-        "small would need more): part of its data may still be in the L2\n",
+        "(!): the row's {} copies move less than three times the L2 between two runs on one copy "
+        "(a case this small would need more): part of its data may still be in the L2\n",
         kMostCopies);
   }
   if (std::any_of(rows.begin(), rows.end(), [](const BenchRow& r) { return r.speedup.has_value(); })) {
@@ -362,7 +360,7 @@ void add_bench(CLI::App& app) {
     BenchSettings s;
     s.cold = !o->warm;
     s.back_to_back = o->back_to_back;
-    if (s.back_to_back && s.cold && backend->info().backend == "cpu") {
+    if (cold_back_to_back_on_cpu(s, backend->info().backend)) {
       throw UserError(
           "--back-to-back with --cold takes each run on its own copy of the buffers on a GPU, and this run's "
           "backend is the CPU twin: add --warm (its runs one after another) or leave out --back-to-back");

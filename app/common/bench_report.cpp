@@ -397,13 +397,10 @@ Comparison compare_bench(const nlohmann::json& a, const nlohmann::json& b) {
       };
       const std::vector<std::string> ka = kernels(ra), kb = kernels(rb);
       r.other_kernels = !ka.empty() && !kb.empty() && ka != kb;
-      const auto timing =
-          [](const nlohmann::json& row) {  // as timing_name says it; absent keys: cold, one run
-            BenchRow t;
-            t.cold = !row.contains("cold") || !row["cold"].is_boolean() || row["cold"].get<bool>();
-            t.runs_per_sample = row.contains("back_to_back") && row["back_to_back"] == true ? 1 : 0;
-            return timing_name(t);
-          };
+      const auto timing = [](const nlohmann::json& row) {  // absent keys: cold, one run
+        const bool cold = !row.contains("cold") || !row["cold"].is_boolean() || row["cold"].get<bool>();
+        return timing_name(cold, row.contains("back_to_back") && row["back_to_back"] == true);
+      };
       r.timing_a = timing(ra);
       r.timing_b = timing(rb);
       r.other_timing = r.timing_a != r.timing_b;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <string_view>
 
 #include "backend.hpp"
 #include "device_array.hpp"
@@ -64,28 +65,14 @@ void cublas_product(recipes::OutType t, int64_t m, int64_t n, int64_t k, const v
 class CudaBenchTarget final : public BenchTarget {
  public:
   CudaBenchTarget(const BenchCase& c, const DeviceInfo& dev, int copies) {
-    const size_t l2_bytes = dev.l2_bytes;
     check(cudaEventCreate(&start_), "cudaEventCreate");
     check(cudaEventCreate(&stop_), "cudaEventCreate");
     // The destructor does not run for a constructor that throws: what was made is released here.
     try {
-      flush_bytes_ = std::max<size_t>(2 * l2_bytes, size_t{64} << 20);
+      flush_bytes_ = flush_bytes(dev);
       flush_ = alloc<uint8_t>(flush_bytes_);
       sink_ = alloc<uint32_t>(1);
       check(cudaMemset(flush_, 0, flush_bytes_), "clearing the L2 flush buffer");
-      if (copies > 1) {
-        size_t free_b = 0, total_b = 0;
-        check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-        const double need = static_cast<double>(copies) * c.bytes();
-        if (need > 0.9 * static_cast<double>(free_b)) {
-          throw Error(
-              fmt::format("{} {}: cold back-to-back runs take {} copies of its {:.2f} GiB of buffers ({:.2f} "
-                          "GiB), and the GPU "
-                          "has {:.2f} GiB free: time it back to back warm (one copy), or a run at a time",
-                          c.kernel_name(), c.shape_name(), copies, c.bytes() / 1073741824.0,
-                          need / 1073741824.0, free_b / 1073741824.0));
-        }
-      }
       for (int i = 0; i < std::max(1, copies); ++i) runs_.push_back(make_run(c, dev));
       // One run before any sample, on a stream that is not held: a kernel's first launch loads its
       // module (CUDA loads them lazily) and cuBLAS sets itself up, and either may wait for the
@@ -102,6 +89,10 @@ class CudaBenchTarget final : public BenchTarget {
     }
   }
   ~CudaBenchTarget() override { release(); }
+  // The L2 flush buffer: twice the L2, and at least 64 MiB.
+  static size_t flush_bytes(const DeviceInfo& dev) {
+    return std::max<size_t>(2 * dev.l2_bytes, size_t{64} << 20);
+  }
   CudaBenchTarget(const CudaBenchTarget&) = delete;
   CudaBenchTarget& operator=(const CudaBenchTarget&) = delete;
   std::vector<cuda::KernelLaunch> launches() const override { return launches_; }
@@ -417,6 +408,13 @@ class CudaBackend final : public Backend {
   }
 
   std::unique_ptr<BenchTarget> bench_target(const BenchCase& c, int copies) override {
+    if (copies > 1) {
+      // Cold back-to-back runs take a copy of the case's buffers each, and the L2 flush buffer is made too.
+      require_memory(static_cast<size_t>(copies * c.bytes()) + CudaBenchTarget::flush_bytes(info_),
+                     fmt::format("{} {}: cold back-to-back runs on {} copies of its buffers need",
+                                 c.kernel_name(), c.shape_name(), copies),
+                     "time it back to back warm (one copy), or a run at a time");
+    }
     return std::make_unique<CudaBenchTarget>(c, info_, copies);
   }
 
@@ -452,14 +450,15 @@ class CudaBackend final : public Backend {
     check(cuda::fast_dequant(da));
   }
 
-  void require_memory(size_t bytes) {
+  // Refuses, before anything is allocated, work whose buffers the GPU's free memory cannot hold.
+  // `needs` opens the sentence ("this needs"); `advice` ends it with what the user can do instead.
+  void require_memory(size_t bytes, std::string_view needs = "this needs",
+                      std::string_view advice = "use a smaller matrix or --backend cpu") {
     size_t free_b = 0, total_b = 0;
     check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
     if (bytes > free_b) {
-      throw Error(
-          fmt::format("this needs {:.2f} GiB on the GPU but {:.2f} GiB are free: use a smaller matrix or "
-                      "--backend cpu",
-                      bytes / 1073741824.0, free_b / 1073741824.0));
+      throw Error(fmt::format("{} {:.2f} GiB on the GPU but {:.2f} GiB are free: {}", needs,
+                              bytes / 1073741824.0, free_b / 1073741824.0, advice));
     }
   }
 };

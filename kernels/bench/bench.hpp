@@ -129,6 +129,7 @@ struct BenchRow {
 };
 
 // How a row was timed: "cold", "warm", "cold, back to back" or "warm, back to back".
+std::string timing_name(bool cold, bool back_to_back);
 std::string timing_name(const BenchRow& r);
 
 // Progress and cancellation, shared with whoever started the run (the GUI's timing panel).

@@ -183,8 +183,14 @@ double BenchTarget::time_back_to_back(int runs) {
   return t / runs;
 }
 
-std::string timing_name(const BenchRow& r) {
-  return std::string(r.cold ? "cold" : "warm") + (r.runs_per_sample > 0 ? ", back to back" : "");
+std::string timing_name(bool cold, bool back_to_back) {
+  return std::string(cold ? "cold" : "warm") + (back_to_back ? ", back to back" : "");
+}
+
+std::string timing_name(const BenchRow& r) { return timing_name(r.cold, r.runs_per_sample > 0); }
+
+bool cold_back_to_back_on_cpu(const BenchSettings& s, const std::string& backend) {
+  return s.back_to_back && s.cold && backend == "cpu";
 }
 
 int back_to_back_copies(double case_bytes, size_t l2_bytes) {
@@ -289,7 +295,7 @@ std::optional<recipes::RecipeId> baseline_of(recipes::RecipeId id) {
 
 std::vector<BenchRow> run_bench(Backend& backend, const std::vector<BenchCase>& cases, const BenchSettings& s,
                                 BenchControl* control) {
-  if (s.back_to_back && s.cold && backend.info().backend == "cpu") {
+  if (cold_back_to_back_on_cpu(s, backend.info().backend)) {
     throw Error(
         "cold back-to-back runs take each their own copy of the buffers on a GPU, and this run's backend is "
         "the CPU twin: time back to back warm (the CPU twin's runs one after another), or cold without back "

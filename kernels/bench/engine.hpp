@@ -27,6 +27,10 @@ bool copies_fill_l2(const BenchRow& r, size_t l2_bytes);
 // once per backend per process and cached.
 double copy_bandwidth(Backend& backend);
 
+// Cold back-to-back runs take each their own copy of the buffers, which only a GPU backend makes: true
+// where `s` asks the CPU twin for them (run_bench refuses it; the front ends say so first, in their terms).
+bool cold_back_to_back_on_cpu(const BenchSettings& s, const std::string& backend);
+
 // Every case in turn; fills throughput, % of copy bandwidth and the speed-up over each row's
 // baseline (a naive recipe at the same shape) where one was measured in the same run. Throws Error
 // for settings the backend cannot time (cold back-to-back runs on the CPU twin).

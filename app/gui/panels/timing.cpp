@@ -360,7 +360,12 @@ void start(State& s, Model& m) {
           s.device_line);
     }
   }
-  if (s.error.empty() && s.back_to_back && s.cold != 0 && s.backend->info().backend == "cpu") {
+  BenchSettings set;
+  set.cold = s.cold != 0;
+  set.back_to_back = s.back_to_back;
+  set.max_noise = s.max_noise_pct / 100.0;
+  set.timeout_seconds = s.timeout_s;
+  if (s.error.empty() && cold_back_to_back_on_cpu(set, s.backend->info().backend)) {
     s.error =
         "cold back-to-back runs take each their own copy of the buffers on a GPU, and this view times on the "
         "CPU twin: choose warm (its runs one after another) or untick back to back; nothing was started";
@@ -369,11 +374,6 @@ void start(State& s, Model& m) {
     m.set_error(s.error);
     return;
   }
-  BenchSettings set;
-  set.cold = s.cold != 0;
-  set.back_to_back = s.back_to_back;
-  set.max_noise = s.max_noise_pct / 100.0;
-  set.timeout_seconds = s.timeout_s;
   s.control.cancel = false;
   s.control.done = 0;
   s.control.total = static_cast<int>(cases.size()) + 1;
