@@ -1170,6 +1170,18 @@ bool weight_map(CUtensorMap* map, const uint32_t* q, int64_t groups, int64_t wor
 // 28672x8192 (notes/performance.md, g34).
 constexpr int kOneTileBlocksPerSm = 3;
 
+// A load of X for a kernel launched as a programmatic dependent (DependentLaunch), after its
+// griddepcontrol.wait: coherent, in asm volatile, so that it stays after the wait (itself asm volatile). A
+// non-coherent load (__ldg, ld.global.nc) may be moved ahead of the wait and read X before the kernel
+// before has written it (seen in ft_lane_kernel with bf16 X: notes/performance.md, ninety-third session).
+[[maybe_unused]] __device__ __forceinline__ uint4 load_x(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
 // A launch of `grid` blocks of `threads` with `smem` bytes of dynamic shared memory that may start as
 // the programmatic dependent of the launch before it (it waits for it at griddepcontrol.wait), or
 // where `dependent` is false, after it as usual.
@@ -1980,7 +1992,10 @@ template <OutType T>
 __global__ void __launch_bounds__(256)
     walk_x_kernel(const uint16_t* x, int64_t m, int64_t k, uint4* xs, float4* c4, bool whole_step, bool n8) {
 #ifdef DQL_BULK_COPY
+  // The walk may start at once (it reads W until it needs what this kernel writes). This kernel is itself
+  // the programmatic dependent of the launch before it, which may have written X: it waits for it first.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   constexpr int kPitch = 128 + 8;  // halves a token's row of the step (padded: the reads below spread)
   __shared__ __align__(16) uint16_t rows[16 * kPitch];
   __shared__ double part[8][16];
@@ -1989,7 +2004,7 @@ __global__ void __launch_bounds__(256)
   {  // the step's X, 16 bytes a thread (zeros past M)
     const int tok = static_cast<int>(threadIdx.x) / 16, piece = static_cast<int>(threadIdx.x) % 16;
     const int64_t row = int64_t{blockIdx.y} * 16 + tok;
-    const uint4 v = row < m ? __ldg(reinterpret_cast<const uint4*>(x + row * k + step * 128) + piece)
+    const uint4 v = row < m ? load_x(reinterpret_cast<const uint4*>(x + row * k + step * 128) + piece)
                             : make_uint4(0u, 0u, 0u, 0u);
     *reinterpret_cast<uint4*>(rows + tok * kPitch + piece * 8) = v;
   }
@@ -2487,8 +2502,14 @@ std::string launch_walk16_g(const GemvLaunch& L, const Workspace& ws, const CUte
   WalkArgs a{ft_io(L, ws), reinterpret_cast<const uint4*>(ws.xs),
              reinterpret_cast<const float4*>(ws.xs + MT * gemv::kWalkRows * L.w.k),
              static_cast<int>((L.w.n / gemv::kWalkChannels) * (L.w.k / gemv::kWalkStep / SPS))};
-  run_kernel(walk_x_kernel<T>, dim3(static_cast<unsigned>(L.w.k / gemv::kWalkStep), MT), 256, 0, a.x, a.m,
-             a.k, const_cast<uint4*>(a.xs), const_cast<float4*>(a.c4), walk_whole_step<T, G64>, N8);
+  // X's kernel, the chain's first, is the programmatic dependent of the launch before it: back to back its
+  // blocks are placed while that launch ends, and the walk's first weights are asked for behind them.
+  DependentLaunch xk(L.w.k / gemv::kWalkStep, 256, 0);
+  xk.cfg.gridDim.y = MT;
+  if (const cudaError_t e = run_kernel_ex(xk.cfg, walk_x_kernel<T>, a.x, a.m, a.k, const_cast<uint4*>(a.xs),
+                                          const_cast<float4*>(a.c4), walk_whole_step<T, G64>, N8);
+      e != cudaSuccess)
+    return std::string("the W4A16 walk's X kernel failed on the GPU: ") + cudaGetErrorString(e);
   // Held to walk_blocks blocks a multiprocessor by unused shared memory.
   const size_t smem =
       std::max(static_cast<size_t>(S::kSmem), occupancy_cap_bytes(walk_blocks<G64, SPS, MT, N8>, 0));
@@ -3636,6 +3657,21 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
       }
     }
   };
+  // Launched as the programmatic dependent of the kernel before it (compute capability 9.0), the block may
+  // start while that kernel ends, and waits for it (it may have written X) before it reads X or touches the
+  // workspace; its own dependent may start as soon as every block here has. X's pointers then pass through
+  // an empty asm volatile, so that no load of X (by __ldg, which the compiler may move ahead of the wait
+  // itself) is issued before the wait. Measured against the kernel launched plainly (notes/performance.md,
+  // ninety-fourth session): back to back 1.04-1.17x at one and two rows and up to 1.07x at 16 on the
+  // smaller shapes; a run at a time one row 0.97-0.985x, the others the same. Asking the L2 for the first
+  // steps' words before the wait (as ft_lane_kernel does) cost the 16-row forms 3-6% a run at a time; X by
+  // coherent loads instead of __ldg, 2-6%.
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#pragma unroll
+  for (int t = 0; t < NT; ++t) asm volatile("" : "+l"(xp[t]));
+#endif
   if (count > 0) {
     int64_t gi = s_begin / spg;
     int left = spg - static_cast<int>(s_begin % spg);  // steps of group gi still to come
@@ -3742,9 +3778,17 @@ std::string launch_awq_lane_form(const GemvLaunch& L, const Workspace& ws, bool 
   a.sums = ws.sums, a.counters = ws.counters;
   const gemv::AwqLaneGrid grid = gemv::awq_lane_grid(a.n, a.k, 64 * W, awq_lane_resident<MT, W, NT>(L));
   a.steps_per_warp = static_cast<int>(grid.steps_per_warp);
-  run_kernel(awq_lane_kernel<MT, W, NT>,
-             dim3(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows)), kAwqLaneWarps * 32,
-             0, a);
+  const dim3 blocks(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows));
+  // On compute capability 9.0 the programmatic dependent of the launch before it (awq_lane_kernel waits for
+  // that launch before it reads X).
+  if (L.cc >= 90) {
+    DependentLaunch d(1, kAwqLaneWarps * 32, 0);
+    d.cfg.gridDim = blocks;
+    if (const cudaError_t e = run_kernel_ex(d.cfg, awq_lane_kernel<MT, W, NT>, a); e != cudaSuccess)
+      return std::string("the AWQ lane kernel failed on the GPU: ") + cudaGetErrorString(e);
+  } else {
+    run_kernel(awq_lane_kernel<MT, W, NT>, blocks, kAwqLaneWarps * 32, 0, a);
+  }
   return status("the AWQ lane kernel", wait);
 }
 

@@ -173,11 +173,16 @@ QuantizedMatrix int4_g128(Backend& cpu, uint64_t seed, int64_t n, int64_t k) {
 struct DeviceWeights {
   DeviceArray<uint32_t> q;
   DeviceArray<uint16_t> scales;
+  DeviceArray<uint32_t> qzeros;  // AWQ's
+  DeviceArray<float> absmax;     // NF4's
   gemv::Weights w;
 
-  explicit DeviceWeights(const QuantizedMatrix& m) : q(m.qwords), scales(m.scales), w(weights_of(m)) {
+  explicit DeviceWeights(const QuantizedMatrix& m)
+      : q(m.qwords), scales(m.scales), qzeros(m.qzeros), absmax(m.absmax), w(weights_of(m)) {
     w.q = q.get();
     w.scales = scales.get();
+    w.qzeros = m.qzeros.empty() ? nullptr : qzeros.get();
+    w.absmax = m.absmax.empty() ? nullptr : absmax.get();
   }
 };
 
@@ -1323,21 +1328,36 @@ TEST_CASE("gemv: one row on the lane form's other forms (fp16's sums unmet, bf16
   }
 }
 
-TEST_CASE("gemv: one row launched back to back, each layer reading the output of the layer before") {
-  // On compute capability 9.0 the one-row kernel is the programmatic dependent of the launch before it: its
-  // blocks may start on the multiprocessors that launch has left and read W, and they wait for it
-  // (griddepcontrol.wait) before they read X or touch the workspace. A chain of layers, each X the output of
-  // the layer before, queued with no wait between them, must give what the same chain gives with the device
-  // waited for after each layer: bit for bit where the blocks' sums meet in one order, and every layer
+TEST_CASE("gemv: layers launched back to back, each reading the output of the layer before") {
+  // On compute capability 9.0 three kernels are programmatic dependents of the launch before them: the
+  // one-row kernel (ft_lane_kernel), the AWQ lane kernel (1 to 16 rows), and the walk's X kernel
+  // (walk_x_kernel, the first of the walk of 2 to 32 rows). Their blocks may start on the multiprocessors
+  // that launch has left and read W, and they wait for it (griddepcontrol.wait) before they read X or touch
+  // the workspace. A chain of layers, each X the output of the layer before, queued with no wait between
+  // them, must give what the same chain gives with the device waited for after each layer: bit for bit where
+  // the blocks' sums meet in one order (the one-row kernel's single row of blocks or slots), and every layer
   // within the accuracy goal of the float64 product of its X. The outputs are set to NaN before each chain,
   // so that a layer that read its X before the layer before had written it would show. Shapes: one row of
   // blocks (4096x4096), rows of blocks beyond K = 8192 (8448x8448), and more blocks than fit at once
-  // (4096x4096 told the device has 4 multiprocessors), whose rows are settled by the last block to arrive.
+  // (4096x4096 told the device has 4 multiprocessors), whose rows are settled by the last block to arrive;
+  // more than two rows at 4096x4096 only.
   auto gpu = open_gpu();
   auto cpu = make_cpu_backend();
   using recipes::OutType;
   const cudaDeviceProp prop = device_prop();
+  const int cc = 10 * prop.major + prop.minor;
   constexpr int kLayers = 4;
+  struct Form {
+    const char* name;
+    QuantSpec spec;
+    int64_t m;
+  };
+  const Form forms[] = {{"int4 g128, one row", {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, 1},
+                        {"AWQ int4 g128, one row", {quant::Scheme::Int4Asym, quant::Layout::Awq, 128}, 1},
+                        {"AWQ int4 g128, two rows", {quant::Scheme::Int4Asym, quant::Layout::Awq, 128}, 2},
+                        {"AWQ int4 g128, 8 rows", {quant::Scheme::Int4Asym, quant::Layout::Awq, 128}, 8},
+                        {"AWQ int4 g128, 16 rows", {quant::Scheme::Int4Asym, quant::Layout::Awq, 128}, 16},
+                        {"int4 g128, 16 rows", {quant::Scheme::Int4Sym, quant::Layout::Ft, 128}, 16}};
   struct Case {
     int64_t n;
     int sms;  // 0: the device's
@@ -1352,55 +1372,79 @@ TEST_CASE("gemv: one row launched back to back, each layer reading the output of
     for (int64_t i = 0; i < n * n; ++i) squares += static_cast<double>(f[i]) * f[i];
     const auto to_unit = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(n)));
     for (int64_t i = 0; i < n * n; ++i) f[i] *= to_unit;
-    const QuantizedMatrix q = cpu->quantize(wt, {quant::Scheme::Int4Sym, quant::Layout::Ft, 128});
-    const DeviceWeights dev(q);
-    for (const OutType t : {OutType::F16, OutType::BF16}) {
-      CAPTURE(n);
-      CAPTURE(c.sms);
-      CAPTURE(static_cast<int>(t));
-      GemvRequest r = test::make_request(gemv::Path::Fast, t, 1, n, n, static_cast<uint64_t>(n + 11));
-      r.bias.clear();
-      DeviceGemv d(dev.w, r, prop);
-      if (c.sms > 0) d.launch.sms = c.sms;
-      const int sms = d.launch.sms;
-      const auto resident = [sms](int w) { return int64_t{sms} * 32 / w; };
-      const int w = gemv::lane_warps(n, n, resident);
-      const gemv::LaneGrid g = gemv::lane_grid(n, n, w, resident(w));
-      const bool fixed = g.rows == 1 || gemv::lane_meets_in_slots(g, n, n, resident(w));
-      std::deque<DeviceArray<uint16_t>> ys;
-      for (int i = 0; i < kLayers; ++i) ys.emplace_back(static_cast<size_t>(n));
-      const auto chain = [&](bool wait) {
-        for (DeviceArray<uint16_t>& y : ys)
-          REQUIRE(cudaMemset(y.get(), 0xFF, static_cast<size_t>(n) * 2) == cudaSuccess);  // NaN
-        cuda::GemvLaunch L = d.launch;
-        for (int i = 0; i < kLayers; ++i) {
-          L.p.x = i == 0 ? d.dx.get() : ys[static_cast<size_t>(i - 1)].get();
-          L.y = ys[static_cast<size_t>(i)].get();
-          const std::string error = cuda::gemv_run(L, wait);
-          REQUIRE_MESSAGE(error.empty(), error);
+    for (const Form& form : forms) {
+      if (form.m > 2 && n > 4096) continue;  // their float64 references at 8448x8448 take long
+      const QuantizedMatrix q = cpu->quantize(wt, form.spec);
+      const DeviceWeights dev(q);
+      const int64_t m = form.m;
+      const bool lane = form.spec.layout == quant::Layout::Ft && m == 1;
+      for (const OutType t : {OutType::F16, OutType::BF16}) {
+        if (t == OutType::BF16 && form.spec.layout == quant::Layout::Awq)
+          continue;  // AWQ's products are fp16
+        CAPTURE(form.name);
+        CAPTURE(n);
+        CAPTURE(c.sms);
+        CAPTURE(static_cast<int>(t));
+        GemvRequest r = test::make_request(gemv::Path::Fast, t, m, n, n, static_cast<uint64_t>(n + 11));
+        r.bias.clear();
+        DeviceGemv d(dev.w, r, prop);
+        if (c.sms > 0) d.launch.sms = c.sms;
+        const int sms = d.launch.sms;
+        const auto resident = [sms](int w) { return int64_t{sms} * 32 / w; };
+        bool fixed = false;
+        if (lane) {
+          const int w = gemv::lane_warps(n, n, resident);
+          const gemv::LaneGrid g = gemv::lane_grid(n, n, w, resident(w));
+          fixed = g.rows == 1 || gemv::lane_meets_in_slots(g, n, n, resident(w));
         }
-        REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-        std::vector<std::vector<uint16_t>> out;
-        for (const DeviceArray<uint16_t>& y : ys) out.push_back(y.to_host());
-        return out;
-      };
-      const std::vector<std::vector<uint16_t>> waited = chain(true), queued = chain(false);
-      size_t unlike = 0;
-      for (int i = 0; i < kLayers; ++i) {
-        CAPTURE(i);
-        const std::vector<uint16_t>& y = queued[static_cast<size_t>(i)];
-        for (size_t j = 0; j < y.size(); ++j) unlike += y[j] != waited[static_cast<size_t>(i)][j];
-        GemvRequest ri = r;
-        if (i > 0) ri.x = queued[static_cast<size_t>(i - 1)];
-        CHECK(gemv::compare(y, test::reference(*cpu, q, ri), t).rel_l2 < test::accuracy_goal(t));
+        // The kernel that starts each layer, where the device is one these forms are built for (from nine
+        // rows the AWQ lane kernel takes only N whose columns the device holds at once:
+        // gemv::awq_lane_takes).
+        const char* first = lane ? "ft_lane_kernel<"
+                            : form.spec.layout == quant::Layout::Awq
+                                ? (cc >= 80 && m <= 8 ? "awq_lane_kernel<" : nullptr)
+                                : (gemv::walk16_takes(cc, m, n, n, 128) ? "walk_x_kernel<" : nullptr);
+        std::deque<DeviceArray<uint16_t>> ys;
+        for (int i = 0; i < kLayers; ++i) ys.emplace_back(static_cast<size_t>(m * n));
+        const auto chain = [&](bool wait) {
+          for (DeviceArray<uint16_t>& y : ys)
+            REQUIRE(cudaMemset(y.get(), 0xFF, static_cast<size_t>(m * n) * 2) == cudaSuccess);  // NaN
+          cuda::GemvLaunch L = d.launch;
+          const cuda::LaunchLog log;
+          for (int i = 0; i < kLayers; ++i) {
+            L.p.x = i == 0 ? d.dx.get() : ys[static_cast<size_t>(i - 1)].get();
+            L.y = ys[static_cast<size_t>(i)].get();
+            const std::string error = cuda::gemv_run(L, wait);
+            REQUIRE_MESSAGE(error.empty(), error);
+          }
+          REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+          if (first) {
+            REQUIRE_FALSE(log.launches().empty());
+            CHECK(sass::short_name(log.launches()[0].name).rfind(first, 0) == 0);
+          }
+          std::vector<std::vector<uint16_t>> out;
+          for (const DeviceArray<uint16_t>& y : ys) out.push_back(y.to_host());
+          return out;
+        };
+        const std::vector<std::vector<uint16_t>> waited = chain(true), queued = chain(false);
+        size_t unlike = 0;
+        for (int i = 0; i < kLayers; ++i) {
+          CAPTURE(i);
+          const std::vector<uint16_t>& y = queued[static_cast<size_t>(i)];
+          for (size_t j = 0; j < y.size(); ++j) unlike += y[j] != waited[static_cast<size_t>(i)][j];
+          GemvRequest ri = r;
+          if (i > 0) ri.x = queued[static_cast<size_t>(i - 1)];
+          CHECK(gemv::compare(y, test::reference(*cpu, q, ri), t).rel_l2 < test::accuracy_goal(t));
+        }
+        std::printf(
+            "%s %lldx%lld %s on %d multiprocessors (%s): %d layers queued, %zu outputs unlike the waited "
+            "chain's\n",
+            form.name, static_cast<long long>(n), static_cast<long long>(n),
+            t == OutType::F16 ? "fp16" : "bf16", sms, fixed ? "one order of sums" : "sums meet in any order",
+            kLayers, unlike);
+        if (fixed) CHECK(unlike == 0);
+        CHECK(d.workspace_zero());
       }
-      std::printf(
-          "int4 %lldx%lld g128 %s on %d multiprocessors (%s): %d layers queued, %zu outputs unlike the "
-          "waited chain's\n",
-          static_cast<long long>(n), static_cast<long long>(n), t == OutType::F16 ? "fp16" : "bf16", sms,
-          fixed ? "one order of sums" : "settled by the last block", kLayers, unlike);
-      if (fixed) CHECK(unlike == 0);
-      CHECK(d.workspace_zero());
     }
   }
 }
