@@ -341,6 +341,16 @@ TEST_CASE("bench report: what a row launched, in the table's lines, the JSON and
   CHECK_FALSE(lj.contains("cluster"));
   CHECK(front::launch_json(gemm)["cluster"] == nlohmann::json::array({2, 1, 1}));
   CHECK(front::launch_json(blas) == nlohmann::json{{"library_call", "cublasGemmEx"}});
+  CHECK_FALSE(lj.contains("dependent"));
+  // A programmatic dependent of the launch before it says so, in the line and the JSON.
+  cuda::KernelLaunch dep = lane;
+  dep.dependent = true;
+  CHECK(front::launch_text(dep) ==
+        "ft_lane_kernel<fp16, false, 16, true, false, true, false>: grid 66x2, block "
+        "512, 24 KiB shared, programmatic dependent");
+  CHECK(front::launch_json(dep)["dependent"] == true);
+  CHECK(front::launch_from_json(front::launch_json(dep)).dependent);
+  CHECK_FALSE(front::launch_from_json(lj).dependent);
 
   BenchRow r = row("gemv/w4a16-ft-fp16", "M=1 28672x8192 g128", 46e-6, 0.01);
   r.backend = "cuda";
@@ -540,6 +550,10 @@ TEST_CASE(
   bad["rows"][0]["launches"] = {{{"kernel", "k"}, {"grid", {1, 1}}, {"block", {32, 1, 1}}}};
   const std::string dims = refusal("dims.json", bad);
   CHECK(dims.find("row 0, launch 0: a launch is {\"library_call\": name} or") != std::string::npos);
+  bad = old;
+  bad["rows"][0]["launches"] = {
+      {{"kernel", "k"}, {"grid", {1, 1, 1}}, {"block", {32, 1, 1}}, {"dependent", "yes"}}};
+  CHECK(refusal("dependent.json", bad).find("\"dependent\" (true or false)") != std::string::npos);
   bad = old;
   bad["device"]["copy_gbps"] = "4 TB/s";
   CHECK(refusal("copy.json", bad).find("\"copy_gbps\" is not a number of GB/s") != std::string::npos);

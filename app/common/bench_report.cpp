@@ -115,6 +115,7 @@ std::string launch_text(const cuda::KernelLaunch& l) {
       fmt::format("{}: grid {}, block {}", sass::short_name(l.name), dims_text(l.grid), dims_text(l.block));
   if (has_cluster(l)) s += fmt::format(", cluster {}", dims_text(l.cluster));
   if (l.shared_bytes) s += fmt::format(", {} shared", bytes_text(l.shared_bytes));
+  if (l.dependent) s += ", programmatic dependent";
   return s;
 }
 
@@ -126,6 +127,7 @@ nlohmann::json launch_json(const cuda::KernelLaunch& l) {
                       {"block", l.block},
                       {"shared_bytes", l.shared_bytes}};
   if (has_cluster(l)) j["cluster"] = l.cluster;
+  if (l.dependent) j["dependent"] = true;
   return j;
 }
 
@@ -257,14 +259,17 @@ cuda::KernelLaunch launch_from_json(const nlohmann::json& j) {
   const bool shaped = named && j.contains("grid") && read_dims(j["grid"], l.grid) && j.contains("block") &&
                       read_dims(j["block"], l.block) &&
                       (!j.contains("cluster") || read_dims(j["cluster"], l.cluster)) &&
-                      (!j.contains("shared_bytes") || j["shared_bytes"].is_number_unsigned());
+                      (!j.contains("shared_bytes") || j["shared_bytes"].is_number_unsigned()) &&
+                      (!j.contains("dependent") || j["dependent"].is_boolean());
   if (!shaped) {
     throw Error(
         "a launch is {\"library_call\": name} or {\"signature\" or \"kernel\": name, \"grid\" and "
-        "\"block\": three whole numbers each, and optionally \"cluster\" (three) and \"shared_bytes\"}");
+        "\"block\": three whole numbers each, and optionally \"cluster\" (three), \"shared_bytes\" and "
+        "\"dependent\" (true or false)}");
   }
   l.name = j[key].get<std::string>();
   l.shared_bytes = j.value("shared_bytes", size_t{0});
+  l.dependent = j.value("dependent", false);
   return l;
 }
 

@@ -19,6 +19,9 @@ struct KernelLaunch {
   std::array<unsigned, 3> grid{}, block{};
   std::array<unsigned, 3> cluster{};  // {0, 0, 0}: launched without a cluster
   size_t shared_bytes = 0;            // dynamic shared memory a block
+  // Launched as the programmatic dependent of the launch before it (compute capability 9.0): its blocks may
+  // start while that launch ends, and wait for it (griddepcontrol.wait) before what depends on it.
+  bool dependent = false;
 };
 
 // Opens a log on the calling thread: the launches made on it until the log closes are noted here. Logs

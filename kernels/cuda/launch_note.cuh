@@ -26,7 +26,8 @@ void run_kernel(void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, A&&.
   kernel<<<grid, block, shared>>>(std::forward<A>(args)...);
 }
 
-// cudaLaunchKernelEx(&cfg, kernel, args...), noted with the cluster its attributes ask for.
+// cudaLaunchKernelEx(&cfg, kernel, args...), noted with the cluster its attributes ask for and whether it
+// is a programmatic dependent.
 template <class... P, class... A>
 cudaError_t run_kernel_ex(const cudaLaunchConfig_t& cfg, void (*kernel)(P...), A&&... args) {
   if (launch_log_open()) {
@@ -41,6 +42,8 @@ cudaError_t run_kernel_ex(const cudaLaunchConfig_t& cfg, void (*kernel)(P...), A
         const auto& c = cfg.attrs[i].val.clusterDim;
         l.cluster = {c.x, c.y, c.z};
       }
+      if (cfg.attrs[i].id == cudaLaunchAttributeProgrammaticStreamSerialization)
+        l.dependent = cfg.attrs[i].val.programmaticStreamSerializationAllowed != 0;
     }
     note_launch(std::move(l));
   }

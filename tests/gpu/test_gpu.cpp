@@ -1788,11 +1788,13 @@ TEST_CASE("launches: each bench case's run names the kernels it launched, as the
       const auto args = template_args(ls[0].name, "ft_lane_kernel");
       REQUIRE(args.size() == 7);
       CHECK(args[1] == (c.path == gemv::Path::Naive ? "true" : "false"));
+      CHECK(ls[0].dependent == (cc >= 90));              // the programmatic dependent of the launch before it
     } else if (int4_ft && cc == 90 && c.takes_ring()) {  // the walk: X laid out, the walk, its settling
       REQUIRE(ls.size() == 3);
       CHECK(sass::short_name(ls[0].name).rfind("walk_x_kernel<", 0) == 0);
       CHECK(sass::short_name(ls[1].name).rfind("ft_walk16_kernel<", 0) == 0);
       CHECK(sass::short_name(ls[2].name).rfind("walk_settle_kernel<", 0) == 0);
+      for (const auto& l : ls) CHECK(l.dependent);  // each the programmatic dependent of the launch before
     } else {
       for (const auto& l : ls) CHECK_FALSE(l.library);
     }
