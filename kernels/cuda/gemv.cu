@@ -1831,17 +1831,12 @@ std::string launch_lane_w(const GemvLaunch& L, const Workspace& ws, bool wait) {
   // On compute capability 9.0 the kernel is the programmatic dependent of the launch before it (it reads W
   // and waits for that launch before it reads X: ft_lane_kernel), so that back to back its blocks start
   // while the kernel before ends (notes/performance.md, ninety-third session: PDL).
-  if (L.cc >= 90) {
-    DependentLaunch d(1, W * 32, shared);
-    d.cfg.gridDim = grid;
-    if (const cudaError_t e =
-            run_kernel_ex(d.cfg, kernel, ft_io(L, ws), static_cast<int>(g.per), static_cast<int>(g.per_row));
-        e != cudaSuccess)
-      return std::string("the one-row W4A16 kernel failed on the GPU: ") + cudaGetErrorString(e);
-  } else {
-    run_kernel(kernel, grid, W * 32, shared, ft_io(L, ws), static_cast<int>(g.per),
-               static_cast<int>(g.per_row));
-  }
+  DependentLaunch d(1, W * 32, shared, L.cc >= 90);
+  d.cfg.gridDim = grid;
+  if (const cudaError_t e =
+          run_kernel_ex(d.cfg, kernel, ft_io(L, ws), static_cast<int>(g.per), static_cast<int>(g.per_row));
+      e != cudaSuccess)
+    return std::string("the one-row W4A16 kernel failed on the GPU: ") + cudaGetErrorString(e);
   return status("the one-row W4A16 kernel", wait);
 }
 
@@ -3781,14 +3776,10 @@ std::string launch_awq_lane_form(const GemvLaunch& L, const Workspace& ws, bool 
   const dim3 blocks(static_cast<unsigned>(grid.columns), static_cast<unsigned>(grid.rows));
   // On compute capability 9.0 the programmatic dependent of the launch before it (awq_lane_kernel waits for
   // that launch before it reads X).
-  if (L.cc >= 90) {
-    DependentLaunch d(1, kAwqLaneWarps * 32, 0);
-    d.cfg.gridDim = blocks;
-    if (const cudaError_t e = run_kernel_ex(d.cfg, awq_lane_kernel<MT, W, NT>, a); e != cudaSuccess)
-      return std::string("the AWQ lane kernel failed on the GPU: ") + cudaGetErrorString(e);
-  } else {
-    run_kernel(awq_lane_kernel<MT, W, NT>, blocks, kAwqLaneWarps * 32, 0, a);
-  }
+  DependentLaunch d(1, kAwqLaneWarps * 32, 0, L.cc >= 90);
+  d.cfg.gridDim = blocks;
+  if (const cudaError_t e = run_kernel_ex(d.cfg, awq_lane_kernel<MT, W, NT>, a); e != cudaSuccess)
+    return std::string("the AWQ lane kernel failed on the GPU: ") + cudaGetErrorString(e);
   return status("the AWQ lane kernel", wait);
 }
 
