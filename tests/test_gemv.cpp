@@ -252,6 +252,90 @@ TEST_CASE("gemv launch: every device pointer must be 16-byte aligned, and the fi
   CHECK(std::string(cuda::gemv_misaligned(launch({0, 0, 0, 0, 2, 0, 0, 4}))) == "X");
 }
 
+// The launcher's own rules (gemv_refusal) against the backend's (check_gemv): on a device of compute
+// capability 9.0 the launcher takes exactly the requests the backend takes, over every format, path,
+// activation type and row count below, so a launch made without the backend (the benchmarks, the
+// tests) cannot run a kernel on a format it does not read.
+TEST_CASE("gemv launch: the launcher takes exactly the requests the backend takes, and says why not") {
+  int taken = 0, refused = 0;
+  for (const Scheme scheme : {Scheme::Int4Sym, Scheme::Int4Asym, Scheme::Int8Sym, Scheme::Nf4}) {
+    for (const Layout layout : {Layout::Plain, Layout::Awq, Layout::Ft}) {
+      for (const auto& [n, k] : {std::pair<int64_t, int64_t>{256, 1024}, {264, 1024}, {256, 1088}}) {
+        for (const int group : {32, 64, 128, static_cast<int>(k)}) {
+          QuantizedMatrix q;
+          q.spec = QuantSpec{scheme, layout, group};
+          q.n = n, q.k = k;
+          try {
+            check_quant_shape(q.spec, n, k);
+          } catch (const Error&) {
+            continue;  // no such weight can be made
+          }
+          for (const gemv::Path path : {gemv::Path::Fast, gemv::Path::Naive, gemv::Path::Online}) {
+            for (const OutType dtype : {OutType::F16, OutType::BF16}) {
+              for (const int64_t m : {1, 16, 17, 256, 257}) {
+                GemvRequest r;
+                r.path = path, r.dtype = dtype, r.m = m;
+                r.x.resize(static_cast<size_t>(m * k));
+                bool backend_takes = true;
+                try {
+                  check_gemv(q, r);
+                } catch (const Error&) {
+                  backend_takes = false;
+                }
+                cuda::GemvLaunch L{};
+                L.w = gemv::Weights{scheme, layout, n, k, group, nullptr, nullptr, nullptr, nullptr};
+                L.p.path = path, L.p.dtype = dtype, L.p.m = m;
+                L.cc = 90, L.sms = 132;
+                const std::string why = cuda::gemv_refusal(L);
+                CAPTURE(static_cast<int>(scheme));
+                CAPTURE(static_cast<int>(layout));
+                CAPTURE(n);
+                CAPTURE(k);
+                CAPTURE(group);
+                CAPTURE(static_cast<int>(path));
+                CAPTURE(static_cast<int>(dtype));
+                CAPTURE(m);
+                CAPTURE(why);
+                CHECK(why.empty() == backend_takes);
+                (backend_takes ? taken : refused) += 1;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(taken > 50);
+  CHECK(refused > 200);
+
+  // The sentences name the rule a refused launch broke.
+  cuda::GemvLaunch awq{};
+  awq.w = gemv::Weights{Scheme::Int4Asym, Layout::Awq, 256, 1024, 128, nullptr, nullptr, nullptr, nullptr};
+  awq.cc = 90;
+  CHECK(cuda::gemv_refusal(awq).empty());
+  awq.p.dtype = OutType::BF16;
+  CHECK(cuda::gemv_refusal(awq) ==
+        "the AWQ and NF4 kernels take fp16 X only: bf16 X is read by the mixed-GEMM layout's kernels");
+  awq.p.dtype = OutType::F16, awq.p.m = 17;
+  CHECK(cuda::gemv_refusal(awq) == "17 rows of X: the AWQ and NF4 kernels take 1 to 16");
+  awq.p.m = 1, awq.p.path = gemv::Path::Naive;
+  CHECK(cuda::gemv_refusal(awq).find("the naive-conversion variant reads the mixed-GEMM layout") == 0);
+  awq.p.path = gemv::Path::Cublas;
+  CHECK(cuda::gemv_refusal(awq) == "the cuBLAS product is run by the backend, not by the GEMV launcher");
+  cuda::GemvLaunch ft{};
+  ft.w = gemv::Weights{Scheme::Int4Sym, Layout::Ft, 256, 1024, 128, nullptr, nullptr, nullptr, nullptr};
+  ft.p.dtype = OutType::BF16, ft.cc = 90;
+  CHECK(cuda::gemv_refusal(ft).empty());
+  ft.cc = 75;  // Turing: fp16 tensor-core products only
+  CHECK(cuda::gemv_refusal(ft).find("bf16 and int8 tensor-core products need compute capability 8.0") == 0);
+  ft.p.dtype = OutType::F16;
+  CHECK(cuda::gemv_refusal(ft).empty());
+  ft.cc = 70;
+  CHECK(cuda::gemv_refusal(ft) == "the GEMV kernels need tensor cores (compute capability 7.5 or newer)");
+  ft.cc = 90, ft.w.layout = Layout::Plain;
+  CHECK(cuda::gemv_refusal(ft).find("no GEMV kernel reads this format") == 0);
+}
+
 // The launcher's rule for the fenced copy-engine form (gemv::split_tile_blocks): every block's run
 // of units lies inside one tile, the runs of a tile differ by one unit at most, no more blocks
 // than four a multiprocessor or than fit, and no smaller split of a tile gives runs as short.

@@ -4051,7 +4051,6 @@ __global__ void __launch_bounds__(kNf4MmaWarps * 32) nf4_mma_kernel(Nf4MmaArgs a
 }
 
 std::string launch_nf4(const GemvLaunch& L, const Workspace& ws, bool wait) {
-  if (L.p.m > 16) return "the NF4 GEMV takes 1 to 16 rows of X";
   // Against the CUDA-core kernel it replaces (a warp a channel, tokens summed in fp32 FMAs), H100:
   // 1.6-1.9x at M = 1 and 3.5-6.7x at M = 8 and 16 on the large shapes (notes/performance.md, g32).
   Nf4MmaArgs a{L.w.q,   L.w.absmax, L.p.x, L.w.n, L.w.k,
@@ -4093,27 +4092,12 @@ size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m) {
 }
 
 std::string gemv_run(const GemvLaunch& L, bool wait) {
-  if (const char* name = gemv_misaligned(L))
-    return std::string("the GEMV / GEMM kernels were given ") + name +
-           " at an address that is not a multiple of 16 bytes; every device pointer of a launch must be "
-           "16-byte aligned (as cudaMalloc's are)";
+  if (std::string refused = gemv_refusal(L); !refused.empty()) return refused;
   const Workspace ws = carve(L.workspace, L.w, L.p.m);
-  const bool bf16 = L.p.dtype == OutType::BF16;
-  if (L.cc < 75) return "the GEMV kernels need tensor cores (compute capability 7.5 or newer)";
-  if (L.cc < 80 && (bf16 || L.p.path == Path::Online)) {
-    return "bf16 and int8 tensor-core products need compute capability 8.0 or newer; use fp16 or the CPU "
-           "twin";
-  }
-  switch (L.p.path) {
-    case Path::Online: return launch_online(L, ws, wait);
-    case Path::Fast:
-    case Path::Naive:
-      if (L.w.layout == quant::Layout::Awq) return launch_awq(L, ws, wait);
-      if (L.w.scheme == quant::Scheme::Nf4) return launch_nf4(L, ws, wait);
-      return L.p.path == Path::Naive ? launch_ft_any<true>(L, ws, wait) : launch_ft_any<false>(L, ws, wait);
-    case Path::Cublas: break;
-  }
-  return "the cuBLAS product is run by the backend";
+  if (L.p.path == Path::Online) return launch_online(L, ws, wait);
+  if (L.w.layout == quant::Layout::Awq) return launch_awq(L, ws, wait);
+  if (L.w.scheme == quant::Scheme::Nf4) return launch_nf4(L, ws, wait);
+  return L.p.path == Path::Naive ? launch_ft_any<true>(L, ws, wait) : launch_ft_any<false>(L, ws, wait);
 }
 
 std::string gemv_epilogue(const GemvLaunch& L, bool wait) {
