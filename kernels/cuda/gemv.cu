@@ -3616,10 +3616,14 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
     for (int j = 0; j < 4; ++j) buf[slot][j] = load_piece(wp + j * rstride);
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
+      const uint16_t* x = xp[t];
+#if __CUDA_ARCH__ >= 900
+      asm volatile("" : "+l"(x));  // after the wait (below)
+#endif
       if constexpr (MT == 1) {
-        xbuf[slot][t] = __ldg(reinterpret_cast<const uint2*>(xp[t]));
+        xbuf[slot][t] = __ldg(reinterpret_cast<const uint2*>(x));
       } else {
-        xbuf[slot][t] = xlive[t] ? __ldg(reinterpret_cast<const uint2*>(xp[t])) : make_uint2(0u, 0u);
+        xbuf[slot][t] = xlive[t] ? __ldg(reinterpret_cast<const uint2*>(x)) : make_uint2(0u, 0u);
       }
       xp[t] += 16;
     }
@@ -3654,18 +3658,20 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
   };
   // Launched as the programmatic dependent of the kernel before it (compute capability 9.0), the block may
   // start while that kernel ends, and waits for it (it may have written X) before it reads X or touches the
-  // workspace; its own dependent may start as soon as every block here has. X's pointers then pass through
-  // an empty asm volatile, so that no load of X (by __ldg, which the compiler may move ahead of the wait
-  // itself) is issued before the wait. Measured against the kernel launched plainly (notes/performance.md,
-  // ninety-fourth session): back to back 1.04-1.17x at one and two rows and up to 1.07x at 16 on the
-  // smaller shapes; a run at a time one row 0.97-0.985x, the others the same. Asking the L2 for the first
-  // steps' words before the wait (as ft_lane_kernel does) cost the 16-row forms 3-6% a run at a time; X by
-  // coherent loads instead of __ldg, 2-6%.
+  // workspace; its own dependent may start as soon as every block here has. Each load of X takes its
+  // address through an empty asm volatile (in `load`), which the compiler keeps after the wait's, so that no
+  // load of X (by __ldg, which the compiler may move ahead of the wait itself) is issued before the wait.
+  // Measured against the kernel launched plainly (notes/performance.md, ninety-fourth session): back to
+  // back 1.04-1.17x at one and two rows and up to 1.07x at 16 on the smaller shapes; a run at a time one
+  // row 0.97-0.985x, the others the same. That loss came with the pointers passed through the asm once,
+  // after the wait: they could no longer be rebuilt from the kernel's parameters, and the one-row form's
+  // loop took 9 more register moves a round (754 instructions against 745); passed load by load, its loop
+  // is the plain kernel's again, instruction for instruction (ninety-fifth session, from the SASS). Asking
+  // the L2 for the first steps' words before the wait (as ft_lane_kernel does) cost the 16-row forms 3-6% a
+  // run at a time; X by coherent loads instead of __ldg, 2-6%.
 #if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   asm volatile("griddepcontrol.wait;" ::: "memory");
-#pragma unroll
-  for (int t = 0; t < NT; ++t) asm volatile("" : "+l"(xp[t]));
 #endif
   if (count > 0) {
     int64_t gi = s_begin / spg;
