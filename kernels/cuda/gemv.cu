@@ -3661,12 +3661,12 @@ __global__ void __launch_bounds__(kAwqLaneWarps * 32, 2) awq_lane_kernel(AwqLane
   // workspace; its own dependent may start as soon as every block here has. Each load of X takes its
   // address through an empty asm volatile (in `load`), which the compiler keeps after the wait's, so that no
   // load of X (by __ldg, which the compiler may move ahead of the wait itself) is issued before the wait.
-  // Measured against the kernel launched plainly (notes/performance.md, ninety-fourth session): back to
-  // back 1.04-1.17x at one and two rows and up to 1.07x at 16 on the smaller shapes; a run at a time one
-  // row 0.97-0.985x, the others the same. That loss came with the pointers passed through the asm once,
-  // after the wait: they could no longer be rebuilt from the kernel's parameters, and the one-row form's
-  // loop took 9 more register moves a round (754 instructions against 745); passed load by load, its loop
-  // is the plain kernel's again, instruction for instruction (ninety-fifth session, from the SASS). Asking
+  // Measured against the kernel launched plainly (notes/performance.md, ninety-fourth and ninety-fifth
+  // sessions): back to back at one and two rows 1.00-1.01x at 28672x8192, 1.05-1.06x at 8192x8192 and
+  // 1.14-1.16x at 4096x4096 (H100), up to 1.07x at 16 rows on the smaller shapes (H200); a run at a time the
+  // same. With the pointers passed through the asm once, after the wait, one row lost 1.5-4.5% a run at a
+  // time: they could no longer be rebuilt from the kernel's parameters, and its loop took 9 more register
+  // moves a round (754 instructions against 745); passed load by load, its loop is the plain kernel's. Asking
   // the L2 for the first steps' words before the wait (as ft_lane_kernel does) cost the 16-row forms 3-6% a
   // run at a time; X by coherent loads instead of __ldg, 2-6%.
 #if __CUDA_ARCH__ >= 900
