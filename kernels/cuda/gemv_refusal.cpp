@@ -10,8 +10,9 @@ std::string gemv_refusal(const GemvLaunch& L) {
   using gemv::Path;
   using quant::Layout;
   using quant::Scheme;
-  const std::string m = std::to_string(L.p.m);
-  const std::string shape = std::to_string(L.w.n) + "x" + std::to_string(L.w.k);
+  // Built only for a sentence: gemv_run asks on every launch, the benchmarks' timed ones included.
+  const auto m = [&] { return std::to_string(L.p.m); };
+  const auto shape = [&] { return std::to_string(L.w.n) + "x" + std::to_string(L.w.k); };
   if (const char* name = gemv_misaligned(L))
     return std::string("the GEMV / GEMM kernels were given ") + name +
            " at an address that is not a multiple of 16 bytes; every device pointer of a launch must be "
@@ -24,11 +25,11 @@ std::string gemv_refusal(const GemvLaunch& L) {
            "twin";
   }
   if (L.p.m < 1 || L.p.m > 256)
-    return m + " rows of X: the GEMV takes 1 to 16 rows and the W4A16 GEMM up to 256";
+    return m() + " rows of X: the GEMV takes 1 to 16 rows and the W4A16 GEMM up to 256";
   if (L.p.path == Path::Online) {
     if (!gemv::online_reads(L.w.layout, L.w.scheme, L.w.group))
       return "the online int8 path reads plain int8 weights in groups of 64 or 128";
-    if (L.p.m > 16) return m + " rows of X: the online int8 path takes 1 to 16";
+    if (L.p.m > 16) return m() + " rows of X: the online int8 path takes 1 to 16";
     return {};
   }
   const bool ft =
@@ -38,8 +39,10 @@ std::string gemv_refusal(const GemvLaunch& L) {
       return "group size " + std::to_string(L.w.group) +
              " is not read by the mixed-GEMM layout's kernels: they take 64, 128 or one group per channel";
     if (L.w.n % 16 != 0 || L.w.k % 128 != 0)
-      return "the mixed-GEMM layout's kernels need N a multiple of 16 and K a multiple of 128; got " + shape;
-    if (L.p.m > 16 && L.w.scheme == Scheme::Int8Sym) return m + " rows of X: the W8A16 kernel takes 1 to 16";
+      return "the mixed-GEMM layout's kernels need N a multiple of 16 and K a multiple of 128; got " +
+             shape();
+    if (L.p.m > 16 && L.w.scheme == Scheme::Int8Sym)
+      return m() + " rows of X: the W8A16 kernel takes 1 to 16";
     return {};
   }
   const bool awq = L.w.layout == Layout::Awq && L.w.scheme == Scheme::Int4Asym;
@@ -52,9 +55,9 @@ std::string gemv_refusal(const GemvLaunch& L) {
     return "the naive-conversion variant reads the mixed-GEMM layout only (int4-sym or int8-sym)";
   if (bf16)
     return "the AWQ and NF4 kernels take fp16 X only: bf16 X is read by the mixed-GEMM layout's kernels";
-  if (L.p.m > 16) return m + " rows of X: the AWQ and NF4 kernels take 1 to 16";
-  if (awq && (L.w.n % 8 != 0 || L.w.k % L.w.group != 0))
-    return "the AWQ format needs N a multiple of 8 and K a multiple of the group size; got " + shape +
+  if (L.p.m > 16) return m() + " rows of X: the AWQ and NF4 kernels take 1 to 16";
+  if (awq && (L.w.group < 1 || L.w.n % 8 != 0 || L.w.k % L.w.group != 0))
+    return "the AWQ format needs N a multiple of 8 and K a multiple of the group size; got " + shape() +
            " with groups of " + std::to_string(L.w.group);
   return {};
 }

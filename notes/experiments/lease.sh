@@ -82,7 +82,7 @@ case "${1:-}" in
         done
       done
     done
-    head -n 12 /tmp/lease/ab_single_t_1_*.txt | head -n 14 >"$OUT/ab.txt"
+    head -n 12 "$(ls /tmp/lease/ab_single_t_1_*.txt | head -n 1)" >"$OUT/ab.txt"
     python3 - >>"$OUT/ab.txt" <<'PY'
 import glob, json
 def rows(mode, v, i):
