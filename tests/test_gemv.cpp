@@ -252,10 +252,53 @@ TEST_CASE("gemv launch: every device pointer must be 16-byte aligned, and the fi
   CHECK(std::string(cuda::gemv_misaligned(launch({0, 0, 0, 0, 2, 0, 0, 4}))) == "X");
 }
 
-// The launcher's own rules (gemv_refusal) against the backend's (check_gemv): on a device of compute
-// capability 9.0 the launcher takes exactly the requests the backend takes, over every format, path,
-// activation type and row count below, so a launch made without the backend (the benchmarks, the
-// tests) cannot run a kernel on a format it does not read.
+// The rule of which kernel reads a request, one reason at a time.
+TEST_CASE("gemv rule: each request no kernel reads is refused with its own reason") {
+  using gemv::Refusal;
+  const auto rule = [](Layout layout, Scheme scheme, int64_t group, int64_t n, int64_t k, gemv::Path path,
+                       OutType dtype,
+                       int64_t m) { return gemv::refusal(layout, scheme, group, n, k, path, dtype, m); };
+  const auto F = gemv::Path::Fast, N = gemv::Path::Naive, O = gemv::Path::Online;
+  const auto h = OutType::F16, b = OutType::BF16;
+  // Taken: the mixed-GEMM layout (W4A16 up to 256 rows, bf16 too, per-channel groups), AWQ, NF4, online.
+  CHECK(rule(Layout::Ft, Scheme::Int4Sym, 128, 4096, 4096, F, b, 256) == Refusal::None);
+  CHECK(rule(Layout::Ft, Scheme::Int8Sym, 4096, 4096, 4096, N, h, 16) == Refusal::None);
+  CHECK(rule(Layout::Awq, Scheme::Int4Asym, 128, 4096, 4096, F, h, 16) == Refusal::None);
+  CHECK(rule(Layout::Plain, Scheme::Nf4, 64, 4096, 4096, F, h, 1) == Refusal::None);
+  CHECK(rule(Layout::Plain, Scheme::Int8Sym, 64, 4096, 4096, O, b, 16) == Refusal::None);
+  // Refused, each for its reason.
+  CHECK(rule(Layout::Ft, Scheme::Int4Sym, 128, 4096, 4096, gemv::Path::Cublas, h, 1) == Refusal::NotAKernel);
+  CHECK(rule(Layout::Ft, Scheme::Int4Sym, 128, 4096, 4096, F, h, 0) == Refusal::Rows);
+  CHECK(rule(Layout::Ft, Scheme::Int4Sym, 128, 4096, 4096, F, h, 257) == Refusal::Rows);
+  CHECK(rule(Layout::Plain, Scheme::Int8Sym, 32, 4096, 4096, O, h, 1) == Refusal::OnlineFormat);
+  CHECK(rule(Layout::Ft, Scheme::Int8Sym, 64, 4096, 4096, O, h, 1) == Refusal::OnlineFormat);
+  CHECK(rule(Layout::Plain, Scheme::Int8Sym, 128, 4096, 4096, O, h, 17) == Refusal::OnlineRows);
+  CHECK(rule(Layout::Ft, Scheme::Int4Sym, 32, 4096, 4096, F, h, 1) == Refusal::FtGroup);
+  CHECK(rule(Layout::Ft, Scheme::Int4Sym, 128, 4104, 4096, F, h, 1) == Refusal::FtShape);
+  CHECK(rule(Layout::Ft, Scheme::Int4Sym, 64, 4096, 4160, F, h, 1) == Refusal::FtShape);
+  CHECK(rule(Layout::Ft, Scheme::Int8Sym, 128, 4096, 4096, F, h, 17) == Refusal::W8Rows);
+  CHECK(rule(Layout::Awq, Scheme::Int4Asym, 128, 4096, 4096, N, h, 1) == Refusal::NaiveLayout);
+  CHECK(rule(Layout::Plain, Scheme::Int4Sym, 128, 4096, 4096, F, h, 1) == Refusal::NoKernel);
+  CHECK(rule(Layout::Plain, Scheme::Int8Sym, 128, 4096, 4096, F, h, 1) == Refusal::NoKernel);
+  CHECK(rule(Layout::Plain, Scheme::Nf4, 64, 4096, 4096, F, b, 1) == Refusal::Bf16X);
+  CHECK(rule(Layout::Awq, Scheme::Int4Asym, 128, 4096, 4096, F, h, 17) == Refusal::AwqNf4Rows);
+  CHECK(rule(Layout::Awq, Scheme::Int4Asym, 128, 4100, 4096, F, h, 1) == Refusal::AwqShape);
+  CHECK(rule(Layout::Awq, Scheme::Int4Asym, 96, 4096, 4096, F, h, 1) == Refusal::AwqShape);
+  CHECK(rule(Layout::Awq, Scheme::Int4Asym, 0, 4096, 4096, F, h, 1) == Refusal::AwqShape);
+  // The backend's sentence for a rule the launcher words its own way.
+  QuantizedMatrix q;
+  q.spec = QuantSpec{Scheme::Int8Sym, Layout::Ft, 128};
+  q.n = 256, q.k = 1024;
+  GemvRequest r;
+  r.m = 17;
+  r.x.resize(17 * 1024);
+  CHECK_THROWS_WITH_AS(check_gemv(q, r), "the W8A16 kernel takes 1 to 16 rows of X", Error);
+}
+
+// The launcher (gemv_refusal) against the backend (check_gemv): both apply gemv::refusal, the launcher
+// after its own device checks; on a device of compute capability 9.0 the launcher takes exactly the
+// requests the backend takes, over every format, path, activation type and row count below, so a launch
+// made without the backend (the benchmarks, the tests) cannot run a kernel on a format it does not read.
 TEST_CASE("gemv launch: the launcher takes exactly the requests the backend takes, and says why not") {
   int taken = 0, refused = 0;
   for (const Scheme scheme : {Scheme::Int4Sym, Scheme::Int4Asym, Scheme::Int8Sym, Scheme::Nf4}) {

@@ -85,13 +85,12 @@ recipes::RecipeId dequant_recipe_for(const QuantSpec& spec, recipes::OutType dty
 }
 
 void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
-  using quant::Layout;
-  using quant::Scheme;
   const QuantSpec& s = w.spec;
-  if (r.m < 1 || r.m > 256) {
-    throw Error(fmt::format(
+  const auto rows = [&] {
+    return Error(fmt::format(
         "M = {} rows of X is not supported: the GEMV takes 1 to 16 rows and the GEMM up to 256", r.m));
-  }
+  };
+  if (r.m < 1 || r.m > 256) throw rows();
   if (r.x.size() != static_cast<size_t>(r.m * w.k)) {
     throw Error(fmt::format("X holds {} values but the weight is [{}, {}]: X must be [M, {}]", r.x.size(),
                             w.n, w.k, w.k));
@@ -103,51 +102,40 @@ void check_gemv(const QuantizedMatrix& w, const GemvRequest& r) {
   if (r.epi.clamp && !(r.epi.lo <= r.epi.hi)) {
     throw Error(fmt::format("clamp range [{}, {}] is empty: give the lower bound first", r.epi.lo, r.epi.hi));
   }
-  switch (r.path) {
-    case gemv::Path::Cublas: (void)dequant_recipe_for(s, r.dtype); return;
-    case gemv::Path::Online:
-      if (!gemv::online_reads(s.layout, s.scheme, s.group)) {
-        throw Error(
-            "the online int8 path reads plain int8 weights with group 64 or 128 "
-            "(--scheme int8-sym --layout plain --group 64|128): activations are quantized per block of the "
-            "same size");
-      }
-      if (r.m > 16) throw Error("the online int8 path takes 1 to 16 rows of X");
-      return;
-    case gemv::Path::Fast:
-    case gemv::Path::Naive: break;
-  }
-  const bool ft = s.layout == Layout::Ft && (s.scheme == Scheme::Int4Sym || s.scheme == Scheme::Int8Sym);
-  if (ft) {
-    if (s.scheme == Scheme::Int4Sym && s.group != 64 && s.group != 128 && s.group != w.k) {
-      throw Error(fmt::format(
-          "group size {} is not supported by the W4A16 kernels: use 64, 128 or per channel", s.group));
-    }
-    if (s.scheme == Scheme::Int8Sym && s.group != 64 && s.group != 128 && s.group != w.k) {
-      throw Error(fmt::format(
-          "group size {} is not supported by the W8A16 kernels: use 64, 128 or per channel", s.group));
-    }
-    if (w.n % 16 != 0 || w.k % 128 != 0) {
+  using gemv::Refusal;
+  switch (gemv::refusal(s.layout, s.scheme, s.group, w.n, w.k, r.path, r.dtype, r.m)) {
+    case Refusal::None: return;
+    case Refusal::NotAKernel: (void)dequant_recipe_for(s, r.dtype); return;
+    case Refusal::Rows: throw rows();
+    case Refusal::OnlineFormat:
+      throw Error(
+          "the online int8 path reads plain int8 weights with group 64 or 128 "
+          "(--scheme int8-sym --layout plain --group 64|128): activations are quantized per block of the "
+          "same size");
+    case Refusal::OnlineRows: throw Error("the online int8 path takes 1 to 16 rows of X");
+    case Refusal::FtGroup:
+      throw Error(fmt::format("group size {} is not supported by the {} kernels: use 64, 128 or per channel",
+                              s.group, s.scheme == quant::Scheme::Int4Sym ? "W4A16" : "W8A16"));
+    case Refusal::FtShape:
       throw Error(fmt::format(
           "the mixed-GEMM kernels need N a multiple of 16 and K a multiple of 128; got {}x{}", w.n, w.k));
-    }
-    if (r.m > 16 && s.scheme != Scheme::Int4Sym) throw Error("the W8A16 kernel takes 1 to 16 rows of X");
-    return;
-  }
-  if (r.path == gemv::Path::Naive) {
-    throw Error(
-        "the naive-conversion variant runs on the mixed-GEMM layout (--layout ft), beside the fast one it is "
-        "compared with");
-  }
-  if (s.layout != Layout::Awq && s.scheme != Scheme::Nf4) {
-    throw Error(
-        "this format has no GEMV kernel: use the mixed-GEMM layout (--layout ft) for int4-sym / "
-        "int8-sym, the AWQ format for int4-asym, NF4, or --path online for plain int8");
-  }
-  if (r.m > 16)
-    throw Error("beyond 16 rows of X the GEMM reads the mixed-GEMM layout (--layout ft, int4-sym)");
-  if (r.dtype != recipes::OutType::F16) {
-    throw Error("the AWQ and NF4 kernels take fp16 activations: use --dtype fp16");
+    case Refusal::W8Rows: throw Error("the W8A16 kernel takes 1 to 16 rows of X");
+    case Refusal::NaiveLayout:
+      throw Error(
+          "the naive-conversion variant runs on the mixed-GEMM layout (--layout ft), beside the fast one it "
+          "is compared with");
+    case Refusal::NoKernel:
+      throw Error(
+          "this format has no GEMV kernel: use the mixed-GEMM layout (--layout ft) for int4-sym / "
+          "int8-sym, the AWQ format for int4-asym, NF4, or --path online for plain int8");
+    case Refusal::Bf16X: throw Error("the AWQ and NF4 kernels take fp16 activations: use --dtype fp16");
+    case Refusal::AwqNf4Rows:
+      throw Error("beyond 16 rows of X the GEMM reads the mixed-GEMM layout (--layout ft, int4-sym)");
+    case Refusal::AwqShape:
+      throw Error(fmt::format(
+          "the AWQ kernels need N a multiple of 8 and K a multiple of the group size; got {}x{} with groups "
+          "of {}",
+          w.n, w.k, s.group));
   }
 }
 

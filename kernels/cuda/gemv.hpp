@@ -56,10 +56,10 @@ inline const char* gemv_misaligned(const GemvLaunch& L) {
 
 // Why gemv_run refuses L, or an empty string where it takes it: a pointer that is not 16-byte aligned
 // (gemv_misaligned), a device without the tensor-core products asked for, or a format, activation
-// type, row count or shape that none of the kernels reads. The backend refuses the same requests before
-// they get here, in the command's own words (check_gemv); this guards the kernels from a launch made
-// any other way (the benchmarks, the tests), which would otherwise run a kernel on operands it does not
-// read. Host code: the CPU tests check it.
+// type, row count or shape that none of the kernels reads (gemv::refusal, the rule the backend's
+// check_gemv applies too, in the command's own words, before a request gets here); this guards the kernels
+// from a launch made any other way (the benchmarks, the tests), which would otherwise run a kernel on
+// operands it does not read. Host code: the CPU tests check it.
 std::string gemv_refusal(const GemvLaunch& L);
 
 size_t gemv_workspace_bytes(const gemv::Weights& w, int64_t m);

@@ -121,6 +121,52 @@ constexpr bool online_reads(quant::Layout layout, quant::Scheme scheme, int64_t 
   return layout == quant::Layout::Plain && scheme == quant::Scheme::Int8Sym && (group == 64 || group == 128);
 }
 
+// ---- which kernel reads a request --------------------------------------------------------
+
+// Why no GEMV / GEMM kernel reads a request on a device that has the products it asks for, or None
+// where one does. The one rule behind the backend's check (check_gemv, in the command's words) and
+// the launcher's (cuda::gemv_refusal, in the kernels' words, with the device's own limits first).
+enum class Refusal : uint8_t {
+  None,
+  NotAKernel,    // Path::Cublas: the weight is dequantized and cuBLAS multiplies
+  Rows,          // M outside 1..256
+  OnlineFormat,  // the online path reads plain int8 in groups of 64 or 128
+  OnlineRows,    // the online path takes 1 to 16 rows
+  FtGroup,       // the mixed-GEMM layout's kernels read groups of 64, 128 or one a channel
+  FtShape,       // ... and N a multiple of 16, K a multiple of 128
+  W8Rows,        // the W8A16 kernel takes 1 to 16 rows (the GEMM is W4A16)
+  NaiveLayout,   // the naive-conversion variant reads the mixed-GEMM layout only
+  NoKernel,      // no kernel reads this format
+  Bf16X,         // the AWQ and NF4 kernels take fp16 X only
+  AwqNf4Rows,    // the AWQ and NF4 kernels take 1 to 16 rows
+  AwqShape,      // the AWQ format: N a multiple of 8, K a multiple of the group
+};
+
+constexpr Refusal refusal(quant::Layout layout, quant::Scheme scheme, int64_t group, int64_t n, int64_t k,
+                          Path path, recipes::OutType dtype, int64_t m) {
+  using quant::Layout;
+  using quant::Scheme;
+  if (path == Path::Cublas) return Refusal::NotAKernel;
+  if (m < 1 || m > 256) return Refusal::Rows;
+  if (path == Path::Online) {
+    if (!online_reads(layout, scheme, group)) return Refusal::OnlineFormat;
+    return m > 16 ? Refusal::OnlineRows : Refusal::None;
+  }
+  if (layout == Layout::Ft && (scheme == Scheme::Int4Sym || scheme == Scheme::Int8Sym)) {
+    if (group != 64 && group != 128 && group != k) return Refusal::FtGroup;
+    if (n % 16 != 0 || k % 128 != 0) return Refusal::FtShape;
+    return m > 16 && scheme == Scheme::Int8Sym ? Refusal::W8Rows : Refusal::None;
+  }
+  if (path == Path::Naive) return Refusal::NaiveLayout;
+  const bool awq = layout == Layout::Awq && scheme == Scheme::Int4Asym;
+  const bool nf4 = layout == Layout::Plain && scheme == Scheme::Nf4;
+  if (!awq && !nf4) return Refusal::NoKernel;
+  if (dtype != recipes::OutType::F16) return Refusal::Bf16X;
+  if (m > 16) return Refusal::AwqNf4Rows;
+  if (awq && (group < 1 || n % 8 != 0 || k % group != 0)) return Refusal::AwqShape;
+  return Refusal::None;
+}
+
 // Asymmetric int8 with an offset: a ~= scale * q + offset, q in [-128, 127]. A constant block
 // gets scale 0 and q = 0.
 struct ActBlock {
